@@ -1,0 +1,60 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "metrics/metrics.h"
+#include "model/model_config.h"
+#include "model/request.h"
+#include "repository/repository.h"
+
+namespace weft {
+
+// The state of one model (or one version) as the protocol reports it.
+struct ModelState {
+  std::string name;
+  int64_t version = 0;   // 0 for a model-level entry
+  bool ready = false;
+  std::string reason;    // why it is not ready
+};
+
+// The facade that frontends call: it owns the loaded models and runs requests on their instances.
+// Thread-safe. Submit never blocks on inference.
+class Engine {
+ public:
+  struct Options {
+    // Queued requests per model before Submit answers RESOURCE_EXHAUSTED. 0 = unbounded.
+    size_t max_queue_per_model = 0;
+  };
+
+  // Takes the repository's entries; starts one runner thread per instance of every ready version.
+  Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry* metrics);
+  ~Engine();  // stops runners; requests still queued are answered UNAVAILABLE
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Always takes ownership of `request`; `on_done` fires exactly once, on this thread for errors found at
+  // once (unknown model, invalid input) or on a runner thread. Checks the request against the model's config:
+  // input names, datatypes, shapes and byte sizes, requested outputs.
+  void Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback on_done);
+
+  // NotFound for an unknown model or version; Unavailable (with the reason) for one that failed to load.
+  // version 0 = the highest ready version.
+  Result<std::shared_ptr<const LoadedVersion>> FindVersion(const std::string& model, int64_t version) const;
+  // The model's config even when it is not ready (for metadata); NotFound if unknown or unparsable.
+  Result<ModelConfig> FindConfig(const std::string& model) const;
+  // The ready versions of a model, ascending.
+  std::vector<int64_t> ReadyVersions(const std::string& model) const;
+
+  bool Ready() const;  // every model in the repository is ready
+  std::vector<ModelState> States() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft

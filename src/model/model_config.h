@@ -1,0 +1,90 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensor/data_type.h"
+#include "tensor/tensor.h"
+
+namespace weft {
+
+// A model's configuration as plain typed structs. Field names follow Triton's model_config.proto so that the
+// mapping from config.pbtxt is obvious; the core never sees protobuf.
+
+struct TensorConfig {
+  std::string name;
+  DataType data_type = DataType::kInvalid;
+  Shape dims;                        // without the batch dimension when max_batch_size > 0; -1 = variable
+  std::optional<Shape> reshape;      // the shape the framework sees, if it differs from dims
+};
+
+enum class InstanceKind { kAuto, kGpu, kCpu, kModel };
+
+struct InstanceGroupConfig {
+  std::string name;
+  int count = 1;
+  InstanceKind kind = InstanceKind::kAuto;
+  std::vector<int> gpus;
+};
+
+struct VersionPolicyConfig {
+  enum class Kind { kLatest, kAll, kSpecific };
+  Kind kind = Kind::kLatest;
+  int num_versions = 1;              // for kLatest
+  std::vector<int64_t> versions;     // for kSpecific
+};
+
+struct QueuePolicyConfig {
+  enum class TimeoutAction { kReject, kDelay };
+  TimeoutAction timeout_action = TimeoutAction::kReject;
+  uint64_t default_timeout_us = 0;   // 0 = none
+  bool allow_timeout_override = false;
+  uint32_t max_queue_size = 0;       // 0 = unbounded
+};
+
+struct DynamicBatchingConfig {
+  std::vector<int> preferred_batch_size;
+  uint64_t max_queue_delay_us = 0;
+  bool preserve_ordering = false;
+  uint32_t priority_levels = 0;      // 0 = one level
+  uint32_t default_priority_level = 0;
+  QueuePolicyConfig default_queue_policy;
+  std::map<uint64_t, QueuePolicyConfig> priority_queue_policy;
+};
+
+enum class ModelPriority { kDefault, kMax, kMin };
+
+struct ModelConfig {
+  std::string name;
+  std::string platform;
+  std::string backend;
+  int max_batch_size = 0;            // 0 = the model takes no batch dimension
+  std::vector<TensorConfig> inputs;
+  std::vector<TensorConfig> outputs;
+  std::vector<InstanceGroupConfig> instance_groups;
+  VersionPolicyConfig version_policy;
+  std::string default_model_filename;
+  std::map<std::string, std::string> parameters;
+  std::optional<DynamicBatchingConfig> dynamic_batching;
+  ModelPriority priority = ModelPriority::kDefault;
+
+  // The configuration rendered as JSON for the model_configuration endpoint (Triton's field names).
+  std::string json;
+
+  int InstanceCount() const;
+  const TensorConfig* FindInput(const std::string& name) const;
+  const TensorConfig* FindOutput(const std::string& name) const;
+  // A parameter's string value, or `fallback` when absent.
+  std::string Parameter(const std::string& key, const std::string& fallback = "") const;
+};
+
+// Checks what every backend relies on: a name, unique tensor names, known datatypes, sane dims and counts.
+Status ValidateModelConfig(const ModelConfig& config);
+
+// The shape a client sends for `tensor`, with -1 for the batch dimension when the model batches.
+Shape FullShape(const ModelConfig& config, const TensorConfig& tensor);
+
+}  // namespace weft

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "model/backend.h"
+#include "model/model_config.h"
+
+namespace weft {
+
+// Reads one config file (config.pbtxt) into a ModelConfig. Errors name the file, the field and the reason.
+// Injected so that the repository core does not depend on protobuf (see repository/pbtxt/).
+using ConfigParser = std::function<Result<ModelConfig>(const std::filesystem::path& config_file)>;
+
+// One version of a model, loaded: its config and its instances. Immutable once built, except that each
+// instance is used by one thread at a time (the engine's runner for that instance).
+struct LoadedVersion {
+  int64_t version = 0;
+  ModelConfig config;
+  std::filesystem::path dir;
+  std::vector<std::unique_ptr<ModelInstance>> instances;
+};
+
+// What the repository knows about one model directory.
+struct ModelEntry {
+  std::string name;
+  // Ok when at least one version is ready; otherwise why the model is unavailable ("<file>: <field>: <why>").
+  Status status;
+  std::optional<ModelConfig> config;               // present when the config parsed and validated
+  std::vector<std::shared_ptr<LoadedVersion>> versions;  // ascending by version, ready ones only
+  // Versions that the policy chose but that failed to load, with why.
+  std::vector<std::pair<int64_t, Status>> failed_versions;
+};
+
+struct RepositoryOptions {
+  std::filesystem::path root;
+  ConfigParser parse_config;
+  const BackendRegistry* backends = nullptr;
+};
+
+// Chooses the versions to serve from the numeric version directories present. Pure. Returns ascending order.
+std::vector<int64_t> SelectVersions(const VersionPolicyConfig& policy, std::vector<int64_t> available);
+
+// Scans `<root>/<model>/config.pbtxt` and `<root>/<model>/<version>/`, parses and validates each config,
+// selects versions with the policy and creates each version's instances through its backend.
+// A broken model becomes an entry with an error status; the others load regardless. Fails only when the root
+// itself cannot be read. Entries are sorted by name.
+Result<std::vector<ModelEntry>> LoadRepository(const RepositoryOptions& options);
+
+}  // namespace weft

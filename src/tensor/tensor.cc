@@ -1,0 +1,116 @@
+#include "tensor/tensor.h"
+
+#include <cstring>
+#include <limits>
+
+namespace weft {
+
+int64_t ElementCount(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return -1;
+    if (d != 0 && count > std::numeric_limits<int64_t>::max() / d) return -1;
+    count *= d;
+  }
+  return count;
+}
+
+std::string ShapeToString(const Shape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ",";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+Tensor::Tensor(std::string name, DataType type, Shape shape, std::shared_ptr<const void> owner,
+               const std::byte* data, size_t byte_size, MemoryPlace place)
+    : name_(std::move(name)),
+      type_(type),
+      shape_(std::move(shape)),
+      owner_(std::move(owner)),
+      data_(data),
+      byte_size_(byte_size),
+      place_(place) {}
+
+Tensor Tensor::Allocate(std::string name, DataType type, Shape shape, std::byte** writable) {
+  int64_t count = ElementCount(shape);
+  size_t size = count < 0 ? 0 : static_cast<size_t>(count) * DataTypeSize(type);
+  auto storage = std::make_shared<std::vector<std::byte>>(size);
+  *writable = storage->data();
+  const std::byte* data = storage->data();
+  return Tensor(std::move(name), type, std::move(shape), std::move(storage), data, size);
+}
+
+Tensor Tensor::FromBytes(std::string name, DataType type, Shape shape, std::vector<std::byte> bytes) {
+  auto storage = std::make_shared<std::vector<std::byte>>(std::move(bytes));
+  const std::byte* data = storage->data();
+  size_t size = storage->size();
+  return Tensor(std::move(name), type, std::move(shape), std::move(storage), data, size);
+}
+
+Tensor Tensor::Reshaped(Shape shape) const {
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Status ValidateTensorBytes(DataType type, const Shape& shape, std::span<const std::byte> bytes) {
+  int64_t count = ElementCount(shape);
+  if (count < 0) return InvalidArgument("invalid shape " + ShapeToString(shape));
+  if (type == DataType::kBytes) {
+    size_t offset = 0;
+    int64_t elements = 0;
+    while (offset < bytes.size()) {
+      if (bytes.size() - offset < 4) return InvalidArgument("BYTES tensor has a truncated length prefix");
+      uint32_t len;
+      std::memcpy(&len, bytes.data() + offset, 4);
+      offset += 4;
+      if (bytes.size() - offset < len) return InvalidArgument("BYTES tensor element overruns its data");
+      offset += len;
+      ++elements;
+    }
+    if (elements != count) {
+      return InvalidArgument("BYTES tensor has " + std::to_string(elements) + " elements, shape " +
+                             ShapeToString(shape) + " needs " + std::to_string(count));
+    }
+    return Status::Ok();
+  }
+  size_t expected = static_cast<size_t>(count) * DataTypeSize(type);
+  if (bytes.size() != expected) {
+    return InvalidArgument("tensor of type " + std::string(DataTypeName(type)) + " and shape " +
+                           ShapeToString(shape) + " needs " + std::to_string(expected) + " bytes, got " +
+                           std::to_string(bytes.size()));
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string_view> SplitBytesElements(std::span<const std::byte> bytes) {
+  std::vector<std::string_view> out;
+  size_t offset = 0;
+  while (offset + 4 <= bytes.size()) {
+    uint32_t len;
+    std::memcpy(&len, bytes.data() + offset, 4);
+    offset += 4;
+    out.emplace_back(reinterpret_cast<const char*>(bytes.data() + offset), len);
+    offset += len;
+  }
+  return out;
+}
+
+std::vector<std::byte> JoinBytesElements(std::span<const std::string> elements) {
+  size_t total = 0;
+  for (const auto& e : elements) total += 4 + e.size();
+  std::vector<std::byte> out(total);
+  size_t offset = 0;
+  for (const auto& e : elements) {
+    uint32_t len = static_cast<uint32_t>(e.size());
+    std::memcpy(out.data() + offset, &len, 4);
+    std::memcpy(out.data() + offset + 4, e.data(), e.size());
+    offset += 4 + e.size();
+  }
+  return out;
+}
+
+}  // namespace weft
