@@ -1,11 +1,11 @@
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <variant>
 #include <vector>
@@ -19,15 +19,39 @@ namespace weft {
 using ParameterValue = std::variant<bool, int64_t, double, std::string>;
 using Parameters = std::map<std::string, ParameterValue>;
 
-// Set by whoever can tell that nobody waits for a request's answer any more (a client disconnect, a gRPC
-// cancel). Read by the engine before work starts. Thread-safe.
-class CancelToken {
+// Keeps a callback registered with a CancelToken. Destroying it deregisters the callback; if the callback is
+// running on another thread at that moment, the destructor waits for it to return, so never destroy a
+// registration while holding a lock that its callback takes. Thread-compatible; not copyable or movable.
+class CancelRegistration {
  public:
-  void Cancel() { cancelled_.store(true, std::memory_order_release); }
-  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  CancelRegistration(const std::stop_token& token, std::function<void()> callback)
+      : callback_(token, std::move(callback)) {}
 
  private:
-  std::atomic<bool> cancelled_{false};
+  std::stop_callback<std::function<void()>> callback_;
+};
+
+// Set by whoever can tell that nobody waits for a request's answer any more (a client disconnect, a gRPC
+// cancel). The scheduler registers a callback so that a queued request leaves its queue at once. Thread-safe.
+class CancelToken {
+ public:
+  CancelToken() = default;
+  CancelToken(const CancelToken&) = delete;
+  CancelToken& operator=(const CancelToken&) = delete;
+
+  // Idempotent. The first call runs the registered callbacks on this thread before it returns.
+  void Cancel() { source_.request_stop(); }
+  bool cancelled() const { return source_.stop_requested(); }
+
+  // Registers `callback` to run once when the token is cancelled, on the cancelling thread; when the token is
+  // already cancelled it runs now, on this thread, before OnCancel returns. The callback stays registered until
+  // the returned handle is destroyed, so a finished request's callback never fires later.
+  [[nodiscard]] std::unique_ptr<CancelRegistration> OnCancel(std::function<void()> callback) const {
+    return std::make_unique<CancelRegistration>(source_.get_token(), std::move(callback));
+  }
+
+ private:
+  std::stop_source source_;
 };
 
 // One inference request as the engine sees it, independent of the protocol it came in on.

@@ -1,0 +1,189 @@
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <future>
+#include <thread>
+
+namespace weft {
+namespace {
+
+// Doubles its FP32 input; blocks on `gate` first when one is set, so tests can hold an execution.
+std::atomic<int> started{0};
+
+class DoublingInstance : public ModelInstance {
+ public:
+  DoublingInstance(std::atomic<int>* executions, std::shared_future<void> gate)
+      : executions_(executions), gate_(std::move(gate)) {}
+  Result<std::vector<Tensor>> Execute(std::span<const Tensor> inputs) override {
+    started.fetch_add(1);
+    if (gate_.valid()) gate_.wait();
+    executions_->fetch_add(1);
+    std::byte* out;
+    Tensor t = Tensor::Allocate("OUTPUT0", DataType::kFp32, inputs[0].shape(), &out);
+    auto in = inputs[0].as<float>();
+    for (size_t i = 0; i < in.size(); ++i) reinterpret_cast<float*>(out)[i] = 2 * in[i];
+    return std::vector<Tensor>{t};
+  }
+
+ private:
+  std::atomic<int>* executions_;
+  std::shared_future<void> gate_;
+};
+
+ModelConfig DoublingConfig() {
+  ModelConfig c;
+  c.name = "double";
+  c.backend = "test";
+  c.max_batch_size = 4;
+  c.inputs = {{"INPUT0", DataType::kFp32, {2}, std::nullopt}};
+  c.outputs = {{"OUTPUT0", DataType::kFp32, {2}, std::nullopt}};
+  return c;
+}
+
+std::unique_ptr<InferenceRequest> MakeRequest(std::vector<float> values, Shape shape) {
+  auto r = std::make_unique<InferenceRequest>();
+  r->model_name = "double";
+  r->id = "r1";
+  std::vector<std::byte> bytes(values.size() * 4);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  r->inputs.push_back(Tensor::FromBytes("INPUT0", DataType::kFp32, std::move(shape), std::move(bytes)));
+  return r;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void Start(Engine::Options options = {}, std::shared_future<void> gate = {}) {
+    ModelEntry good;
+    good.name = "double";
+    good.config = DoublingConfig();
+    auto version = std::make_shared<LoadedVersion>();
+    version->version = 1;
+    version->config = DoublingConfig();
+    version->instances.push_back(std::make_unique<DoublingInstance>(&executions_, gate));
+    good.versions.push_back(version);
+    ModelEntry broken;
+    broken.name = "broken";
+    broken.status = InvalidArgument("broken/config.pbtxt: input: bad");
+    std::vector<ModelEntry> entries;
+    entries.push_back(std::move(broken));
+    entries.push_back(std::move(good));
+    engine_ = std::make_unique<Engine>(std::move(entries), options, &metrics_);
+  }
+
+  Result<InferenceResponse> SubmitAndWait(std::unique_ptr<InferenceRequest> request) {
+    std::promise<Result<InferenceResponse>> done;
+    auto future = done.get_future();
+    engine_->Submit(std::move(request), [&done](Result<InferenceResponse> r) { done.set_value(std::move(r)); });
+    return future.get();
+  }
+
+  std::atomic<int> executions_{0};
+  MetricsRegistry metrics_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineTest, RunsRequestAndEchoesId) {
+  Start();
+  auto r = SubmitAndWait(MakeRequest({1, 2, 3, 4}, {2, 2}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->id, "r1");
+  EXPECT_EQ(r->model_version, 1);
+  ASSERT_EQ(r->outputs.size(), 1u);
+  EXPECT_EQ(r->outputs[0].shape(), (Shape{2, 2}));
+  auto out = r->outputs[0].as<float>();
+  EXPECT_EQ(std::vector<float>(out.begin(), out.end()), (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_NE(metrics_.Exposition().find("weft_inference_request_success_total{model=\"double\",version=\"1\"} 1"),
+            std::string::npos);
+}
+
+TEST_F(EngineTest, ErrorsAreAnsweredOnce) {
+  Start();
+  auto unknown = MakeRequest({1, 2}, {1, 2});
+  unknown->model_name = "nope";
+  EXPECT_EQ(SubmitAndWait(std::move(unknown)).status().code(), StatusCode::kNotFound);
+  auto broken = MakeRequest({1, 2}, {1, 2});
+  broken->model_name = "broken";
+  auto b = SubmitAndWait(std::move(broken));
+  EXPECT_EQ(b.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(b.status().message().find("config.pbtxt"), std::string::npos);
+  auto version = MakeRequest({1, 2}, {1, 2});
+  version->model_version = 7;
+  EXPECT_EQ(SubmitAndWait(std::move(version)).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(SubmitAndWait(MakeRequest({1, 2, 3}, {1, 3})).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SubmitAndWait(MakeRequest({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {5, 2})).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(executions_.load(), 0);
+  EXPECT_NE(metrics_.Exposition().find("reason=\"invalid_argument\"} 2"), std::string::npos);
+}
+
+TEST_F(EngineTest, ExpiredAndCancelledRequestsNeverRun) {
+  std::promise<void> gate;
+  Start({}, gate.get_future().share());
+  // The first request holds the only instance until the gate opens.
+  std::promise<Result<InferenceResponse>> first_done;
+  engine_->Submit(MakeRequest({1, 2}, {1, 2}), [&](Result<InferenceResponse> r) { first_done.set_value(std::move(r)); });
+
+  auto expired = MakeRequest({1, 2}, {1, 2});
+  expired->deadline = std::chrono::steady_clock::now();
+  std::promise<Result<InferenceResponse>> expired_done;
+  engine_->Submit(std::move(expired), [&](Result<InferenceResponse> r) { expired_done.set_value(std::move(r)); });
+
+  auto cancelled = MakeRequest({1, 2}, {1, 2});
+  cancelled->cancel->Cancel();
+  std::promise<Result<InferenceResponse>> cancelled_done;
+  engine_->Submit(std::move(cancelled), [&](Result<InferenceResponse> r) { cancelled_done.set_value(std::move(r)); });
+
+  gate.set_value();
+  EXPECT_TRUE(first_done.get_future().get().ok());
+  EXPECT_EQ(expired_done.get_future().get().status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(cancelled_done.get_future().get().status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(executions_.load(), 1);
+}
+
+TEST_F(EngineTest, FullQueueRejectsAtOnceAndShutdownAnswersTheRest) {
+  std::promise<void> gate;
+  Start({.max_queue_per_model = 1}, gate.get_future().share());
+  std::atomic<int> answered{0};
+  std::atomic<int> rejected{0};
+  std::atomic<int> unavailable{0};
+  auto count = [&](Result<InferenceResponse> r) {
+    answered++;
+    if (r.status().code() == StatusCode::kResourceExhausted) rejected++;
+    if (r.status().code() == StatusCode::kUnavailable) unavailable++;
+  };
+  // One runs (held by the gate), one waits in the queue, the rest are rejected at once.
+  started = 0;
+  engine_->Submit(MakeRequest({1, 2}, {1, 2}), count);
+  while (started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 4; ++i) engine_->Submit(MakeRequest({1, 2}, {1, 2}), count);
+  EXPECT_EQ(rejected.load(), 3);
+  EXPECT_EQ(answered.load(), 3);
+  // Shutting down while one runs and one waits: the waiting one is answered UNAVAILABLE, never dropped.
+  std::jthread opener([&gate] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    gate.set_value();
+  });
+  engine_.reset();
+  EXPECT_EQ(answered.load(), 5);
+  EXPECT_EQ(unavailable.load(), 1);
+  EXPECT_EQ(executions_.load(), 1);
+}
+
+TEST_F(EngineTest, ReadinessAndStates) {
+  Start();
+  EXPECT_FALSE(engine_->Ready());  // "broken" is not ready
+  auto states = engine_->States();
+  ASSERT_EQ(states.size(), 2u);
+  EXPECT_EQ(states[0].name, "broken");
+  EXPECT_FALSE(states[0].ready);
+  EXPECT_TRUE(states[1].ready);
+  EXPECT_EQ(engine_->ReadyVersions("double"), (std::vector<int64_t>{1}));
+  EXPECT_TRUE(engine_->FindConfig("double").ok());
+  EXPECT_EQ(engine_->FindConfig("broken").status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,266 @@
+#include "repository/pbtxt/config_pbtxt.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/text_format.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "base/log.h"
+#include "model_config.pb.h"
+#include "repository/pbtxt/config_json.h"
+
+namespace weft {
+namespace {
+
+namespace pb = google::protobuf;
+
+// Keeps the parser's messages with 1-based positions; protobuf counts lines and columns from 0.
+class PositionedMessages : public pb::io::ErrorCollector {
+ public:
+  explicit PositionedMessages(const std::string& source) : source_(source) {}
+
+  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    if (first_error_.empty()) first_error_ = Format(line, column, message);
+  }
+  void AddWarning(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    warnings_.push_back(Format(line, column, message));
+  }
+
+  const std::string& first_error() const { return first_error_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  std::string Format(int line, int column, const std::string& message) const {
+    return source_ + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " + message;
+  }
+  const std::string& source_;
+  std::string first_error_;
+  std::vector<std::string> warnings_;
+};
+
+struct ParsedProto {
+  inference::ModelConfig proto;
+  std::vector<std::string> warnings;  // one per skipped unknown field
+};
+
+Result<ParsedProto> ParseProto(std::string_view text, const std::string& source) {
+  if (text.size() > INT_MAX) return InvalidArgument(source + ": too large for a config file");
+  ParsedProto parsed;
+  PositionedMessages messages(source);
+  pb::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&messages);
+  // Newer Triton versions add fields; a repository written for them should still load here.
+  parser.AllowUnknownField(true);
+  pb::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  if (!parser.Parse(&input, &parsed.proto)) {
+    return InvalidArgument(messages.first_error().empty() ? source + ": cannot be parsed" : messages.first_error());
+  }
+  parsed.warnings = messages.warnings();
+  return parsed;
+}
+
+// Fills the defaults that Triton also reports as set, so that the JSON shows the config that is served.
+void Normalize(inference::ModelConfig* proto) {
+  if (proto->version_policy().policy_choice_case() == inference::ModelVersionPolicy::POLICY_CHOICE_NOT_SET) {
+    proto->mutable_version_policy()->mutable_latest()->set_num_versions(1);
+  }
+  for (auto& group : *proto->mutable_instance_group()) {
+    if (group.count() == 0) group.set_count(1);  // proto3 cannot tell "unset" from 0; Triton reads both as 1
+  }
+}
+
+template <typename ProtoTensor>
+Result<TensorConfig> ConvertTensor(const ProtoTensor& p, const std::string& field) {
+  TensorConfig t;
+  t.name = p.name();
+  if (p.data_type() != inference::TYPE_INVALID) {  // TYPE_INVALID is reported by ValidateModelConfig
+    auto type = DataTypeFromConfigName(inference::DataType_Name(p.data_type()));
+    if (!type) {
+      return InvalidArgument(field + " '" + p.name() + "': data_type: unknown value " +
+                             std::to_string(static_cast<int>(p.data_type())));
+    }
+    t.data_type = *type;
+  }
+  t.dims.assign(p.dims().begin(), p.dims().end());
+  // `reshape: { shape: [] }` is meaningful (a scalar), so presence matters, not emptiness.
+  if (p.has_reshape()) t.reshape = Shape(p.reshape().shape().begin(), p.reshape().shape().end());
+  return t;
+}
+
+Result<uint32_t> ToUint32(uint64_t value, const std::string& field) {
+  if (value > UINT32_MAX) return InvalidArgument(field + ": " + std::to_string(value) + " is too large");
+  return static_cast<uint32_t>(value);
+}
+
+Result<QueuePolicyConfig> ConvertQueuePolicy(const inference::ModelQueuePolicy& p, const std::string& field) {
+  QueuePolicyConfig q;
+  switch (p.timeout_action()) {
+    case inference::ModelQueuePolicy::REJECT: q.timeout_action = QueuePolicyConfig::TimeoutAction::kReject; break;
+    case inference::ModelQueuePolicy::DELAY: q.timeout_action = QueuePolicyConfig::TimeoutAction::kDelay; break;
+    default:
+      return InvalidArgument(field + ".timeout_action: unknown value " +
+                             std::to_string(static_cast<int>(p.timeout_action())));
+  }
+  q.default_timeout_us = p.default_timeout_microseconds();
+  q.allow_timeout_override = p.allow_timeout_override();
+  q.max_queue_size = p.max_queue_size();
+  return q;
+}
+
+Result<DynamicBatchingConfig> ConvertDynamicBatching(const inference::ModelDynamicBatching& p) {
+  DynamicBatchingConfig db;
+  db.preferred_batch_size.assign(p.preferred_batch_size().begin(), p.preferred_batch_size().end());
+  db.max_queue_delay_us = p.max_queue_delay_microseconds();
+  db.preserve_ordering = p.preserve_ordering();
+  WEFT_ASSIGN_OR_RETURN(db.priority_levels, ToUint32(p.priority_levels(), "dynamic_batching.priority_levels"));
+  WEFT_ASSIGN_OR_RETURN(db.default_priority_level,
+                        ToUint32(p.default_priority_level(), "dynamic_batching.default_priority_level"));
+  WEFT_ASSIGN_OR_RETURN(db.default_queue_policy,
+                        ConvertQueuePolicy(p.default_queue_policy(), "dynamic_batching.default_queue_policy"));
+  for (const auto& [level, policy] : p.priority_queue_policy()) {
+    std::string field = "dynamic_batching.priority_queue_policy[" + std::to_string(level) + "]";
+    if (level < 1 || level > db.priority_levels) {
+      return InvalidArgument(
+          field + ": priority level is outside [1, priority_levels = " + std::to_string(db.priority_levels) + "]");
+    }
+    WEFT_ASSIGN_OR_RETURN(db.priority_queue_policy[level], ConvertQueuePolicy(policy, field));
+  }
+  return db;
+}
+
+Result<VersionPolicyConfig> ConvertVersionPolicy(const inference::ModelVersionPolicy& p) {
+  VersionPolicyConfig v;
+  switch (p.policy_choice_case()) {
+    case inference::ModelVersionPolicy::kAll: v.kind = VersionPolicyConfig::Kind::kAll; break;
+    case inference::ModelVersionPolicy::kSpecific:
+      v.kind = VersionPolicyConfig::Kind::kSpecific;
+      v.versions.assign(p.specific().versions().begin(), p.specific().versions().end());
+      break;
+    case inference::ModelVersionPolicy::kLatest:
+      if (p.latest().num_versions() > INT_MAX) {
+        return InvalidArgument("version_policy.latest.num_versions: " + std::to_string(p.latest().num_versions()) +
+                               " is too large");
+      }
+      v.kind = VersionPolicyConfig::Kind::kLatest;
+      v.num_versions = static_cast<int>(p.latest().num_versions());
+      break;
+    case inference::ModelVersionPolicy::POLICY_CHOICE_NOT_SET: break;  // Normalize() sets latest
+  }
+  return v;
+}
+
+Result<InstanceGroupConfig> ConvertInstanceGroup(const inference::ModelInstanceGroup& p) {
+  InstanceGroupConfig g;
+  g.name = p.name();
+  g.count = p.count();
+  g.gpus.assign(p.gpus().begin(), p.gpus().end());
+  switch (p.kind()) {
+    case inference::ModelInstanceGroup::KIND_AUTO: g.kind = InstanceKind::kAuto; break;
+    case inference::ModelInstanceGroup::KIND_GPU: g.kind = InstanceKind::kGpu; break;
+    case inference::ModelInstanceGroup::KIND_CPU: g.kind = InstanceKind::kCpu; break;
+    case inference::ModelInstanceGroup::KIND_MODEL: g.kind = InstanceKind::kModel; break;
+    default:
+      return InvalidArgument("instance_group '" + p.name() + "': kind: unknown value " +
+                             std::to_string(static_cast<int>(p.kind())));
+  }
+  if ((g.kind == InstanceKind::kCpu || g.kind == InstanceKind::kModel) && !g.gpus.empty()) {
+    return InvalidArgument("instance_group '" + p.name() + "': gpus: must be empty for kind " +
+                           inference::ModelInstanceGroup::Kind_Name(p.kind()));
+  }
+  return g;
+}
+
+// Features whose semantics weft does not implement. Serving such a model as if they were absent would give
+// clients different results than Triton does, so the model fails to load instead.
+Status RejectUnsupported(const inference::ModelConfig& p) {
+  if (p.has_sequence_batching()) return InvalidArgument("sequence_batching: not supported by weft");
+  if (p.has_ensemble_scheduling()) return InvalidArgument("ensemble_scheduling: not supported by weft");
+  if (p.batch_input_size() > 0) return InvalidArgument("batch_input: not supported by weft");
+  if (p.batch_output_size() > 0) return InvalidArgument("batch_output: not supported by weft");
+  if (p.model_transaction_policy().decoupled()) {
+    return InvalidArgument("model_transaction_policy.decoupled: not supported by weft (one response per request)");
+  }
+  return Status::Ok();
+}
+
+Result<ModelConfig> Convert(const inference::ModelConfig& p) {
+  WEFT_RETURN_IF_ERROR(RejectUnsupported(p));
+  ModelConfig c;
+  c.name = p.name();
+  c.platform = p.platform();
+  c.backend = p.backend();
+  c.max_batch_size = p.max_batch_size();
+  for (const auto& in : p.input()) {
+    WEFT_ASSIGN_OR_RETURN(TensorConfig t, ConvertTensor(in, "input"));
+    c.inputs.push_back(std::move(t));
+  }
+  for (const auto& out : p.output()) {
+    WEFT_ASSIGN_OR_RETURN(TensorConfig t, ConvertTensor(out, "output"));
+    c.outputs.push_back(std::move(t));
+  }
+  for (const auto& group : p.instance_group()) {
+    WEFT_ASSIGN_OR_RETURN(InstanceGroupConfig g, ConvertInstanceGroup(group));
+    c.instance_groups.push_back(std::move(g));
+  }
+  WEFT_ASSIGN_OR_RETURN(c.version_policy, ConvertVersionPolicy(p.version_policy()));
+  c.default_model_filename = p.default_model_filename();
+  for (const auto& [key, value] : p.parameters()) c.parameters[key] = value.string_value();
+  if (p.has_dynamic_batching()) {
+    WEFT_ASSIGN_OR_RETURN(c.dynamic_batching, ConvertDynamicBatching(p.dynamic_batching()));
+  }
+  switch (p.optimization().priority()) {
+    case inference::ModelOptimizationPolicy::PRIORITY_MAX: c.priority = ModelPriority::kMax; break;
+    case inference::ModelOptimizationPolicy::PRIORITY_MIN: c.priority = ModelPriority::kMin; break;
+    default: c.priority = ModelPriority::kDefault; break;
+  }
+
+  // ValidateModelConfig requires a name; an unnamed config gets one from its directory later.
+  const bool unnamed = c.name.empty();
+  if (unnamed) c.name = "unnamed";
+  Status valid = ValidateModelConfig(c);
+  if (unnamed) c.name.clear();
+  WEFT_RETURN_IF_ERROR(valid);
+
+  c.json = pbtxt_internal::ConfigMessageToJson(p);
+  return c;
+}
+
+Result<ModelConfig> ParseAndConvert(std::string_view text, const std::string& source, const std::string& default_name) {
+  WEFT_ASSIGN_OR_RETURN(ParsedProto parsed, ParseProto(text, source));
+  if (parsed.proto.name().empty()) parsed.proto.set_name(default_name);
+  Normalize(&parsed.proto);
+  Result<ModelConfig> config = Convert(parsed.proto);
+  if (!config.ok()) return config.status().WithContext(source);
+  // Only a config that loads gets its warnings: for a rejected one the error is what matters.
+  for (const auto& w : parsed.warnings) WEFT_LOG(Warning) << w << " Ignored.";
+  return config;
+}
+
+}  // namespace
+
+Result<ModelConfig> ParseModelConfigText(std::string_view text, const std::string& source_name) {
+  return ParseAndConvert(text, source_name, "");
+}
+
+Result<ModelConfig> ParseModelConfigFile(const std::filesystem::path& file) {
+  const std::string source = file.string();
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    int err = errno;
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) return NotFound(source + ": not found");
+    return Internal(source + ": cannot be read: " + std::strerror(err));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Internal(source + ": read failed");
+  return ParseAndConvert(text.str(), source, file.parent_path().filename().string());
+}
+
+}  // namespace weft

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "model/model_config.h"
+
+namespace weft {
+
+// Parses Triton's config.pbtxt (protobuf text format of inference.ModelConfig, proto/model_config.proto) into a
+// validated ModelConfig whose `json` holds the config as Triton's model_configuration endpoint renders it.
+//
+// Errors are InvalidArgument and start with `source_name`:
+//   "<source>:<line>:<column>: <reason>"   for syntax errors and unknown enum values,
+//   "<source>: <field>: <reason>"           for semantic errors and features weft does not support
+//                                           (sequence_batching, ensemble_scheduling, batch_input/batch_output,
+//                                           decoupled transactions).
+// Unknown fields (from newer Triton versions) are skipped with one warning each, so that existing repositories
+// keep loading. An empty `name` is allowed here (the repository defaults it to the directory name).
+Result<ModelConfig> ParseModelConfigText(std::string_view text, const std::string& source_name);
+
+// Reads and parses `file`. A config without a name takes the name of the directory that holds the file, as in
+// Triton. Fits ConfigParser (repository/repository.h).
+Result<ModelConfig> ParseModelConfigFile(const std::filesystem::path& file);
+
+}  // namespace weft

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs everything weft needs to build, test and serve on Debian 12. Idempotent; run as root.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config clang-format
+  libboost1.81-dev libsimdjson-dev libcli11-dev
+  libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  libtorch-dev libopencv-dnn-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3-torch python3-numpy python3-grpcio python3-grpc-tools
+  curl wrk
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "all ${#PACKAGES[@]} packages already installed"
+fi

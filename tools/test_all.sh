@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The CI check: formatting, then a release build and a sanitized debug build, each running every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+bash tools/check_format.sh
+bash tools/make_examples.sh
+for preset in release asan; do
+  echo "=== build $preset ($(($(date +%s) - start)) s)"
+  bash tools/build.sh "$preset"
+  echo "=== test $preset ($(($(date +%s) - start)) s)"
+  # LeakSanitizer reports libtorch's and OpenCV's process-lifetime caches as leaks; leaks are checked in our own
+  # code by the unit tests of the parts that do not load those runtimes (see docs/testing.md).
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "build/$preset" --output-on-failure -j2 --timeout 600
+done
+echo "=== done in $(($(date +%s) - start)) s"
