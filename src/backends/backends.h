@@ -1,0 +1,12 @@
+#pragma once
+
+#include "model/backend.h"
+
+namespace weft {
+
+// Registers every backend compiled into this build: "weft_builtin" always; "pytorch" (platform
+// "pytorch_libtorch") when built with libtorch; "onnxruntime" (platform "onnxruntime_onnx", run on OpenCV DNN)
+// when built with OpenCV. Call once at start-up, before the registry is shared.
+void RegisterAvailableBackends(BackendRegistry* registry);
+
+}  // namespace weft

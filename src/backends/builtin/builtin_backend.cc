@@ -1,0 +1,207 @@
+#include "backends/builtin/builtin_backend.h"
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <type_traits>
+
+#include "backends/common/model_checks.h"
+
+namespace weft {
+namespace {
+
+enum class BuiltinModel { kIdentity, kAddSub, kSleep };
+
+Result<BuiltinModel> ModelOf(const ModelConfig& config) {
+  std::string name = config.Parameter("builtin");
+  if (name == "identity") return BuiltinModel::kIdentity;
+  if (name == "add_sub") return BuiltinModel::kAddSub;
+  if (name == "sleep") return BuiltinModel::kSleep;
+  if (name.empty()) return InvalidArgument("parameters 'builtin': missing; expected identity, add_sub or sleep");
+  return InvalidArgument("parameters 'builtin': expected identity, add_sub or sleep, got '" + name + "'");
+}
+
+// Output i is input i, renamed: the same bytes and owner, so nothing is copied. The sleep model adds a delay.
+class IdentityInstance : public ModelInstance {
+ public:
+  IdentityInstance(ModelConfig config, std::chrono::microseconds batch_delay, std::chrono::microseconds item_delay)
+      : config_(std::move(config)), batch_delay_(batch_delay), item_delay_(item_delay) {}
+
+  Result<std::vector<Tensor>> Execute(std::span<const Tensor> inputs) override {
+    WEFT_RETURN_IF_ERROR(CheckInputs(config_, inputs));
+    auto delay = batch_delay_ + item_delay_ * BatchSize(config_, inputs);
+    if (delay.count() > 0) std::this_thread::sleep_for(delay);
+    std::vector<Tensor> outputs;
+    outputs.reserve(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      outputs.push_back(inputs[i]);
+      outputs.back().set_name(config_.outputs[i].name);
+    }
+    return outputs;
+  }
+
+ private:
+  const ModelConfig config_;
+  const std::chrono::microseconds batch_delay_;
+  const std::chrono::microseconds item_delay_;
+};
+
+template <typename T>
+void AddSub(const Tensor& a, const Tensor& b, std::byte* sum, std::byte* difference) {
+  // Outputs are fresh allocations from Tensor::Allocate, aligned for T.
+  T* s = reinterpret_cast<T*>(sum);
+  T* d = reinterpret_cast<T*>(difference);
+  size_t count = a.byte_size() / sizeof(T);
+  for (size_t i = 0; i < count; ++i) {
+    // Inputs may sit at any offset of a request body, so read them without assuming alignment.
+    T x, y;
+    std::memcpy(&x, a.data() + i * sizeof(T), sizeof(T));
+    std::memcpy(&y, b.data() + i * sizeof(T), sizeof(T));
+    if constexpr (std::is_integral_v<T>) {
+      // Integers wrap around, as in the frameworks, instead of overflowing (undefined for signed types).
+      using U = std::make_unsigned_t<T>;
+      s[i] = static_cast<T>(static_cast<U>(x) + static_cast<U>(y));
+      d[i] = static_cast<T>(static_cast<U>(x) - static_cast<U>(y));
+    } else {
+      s[i] = x + y;
+      d[i] = x - y;
+    }
+  }
+}
+
+struct AddSubLayout {
+  size_t a = 0, b = 1;             // positions of INPUT0 and INPUT1 among the inputs
+  size_t sum = 0, difference = 1;  // positions of OUTPUT0 and OUTPUT1 among the outputs
+};
+
+class AddSubInstance : public ModelInstance {
+ public:
+  AddSubInstance(ModelConfig config, AddSubLayout layout) : config_(std::move(config)), layout_(layout) {}
+
+  Result<std::vector<Tensor>> Execute(std::span<const Tensor> inputs) override {
+    WEFT_RETURN_IF_ERROR(CheckInputs(config_, inputs));
+    const Tensor& a = inputs[layout_.a];
+    const Tensor& b = inputs[layout_.b];
+    if (a.shape() != b.shape()) {
+      return InvalidArgument("INPUT0 and INPUT1 must have the same shape, got " + ShapeToString(a.shape()) + " and " +
+                             ShapeToString(b.shape()));
+    }
+    std::byte* sum = nullptr;
+    std::byte* difference = nullptr;
+    std::vector<Tensor> outputs(2);
+    outputs[layout_.sum] = Tensor::Allocate(config_.outputs[layout_.sum].name, a.type(), a.shape(), &sum);
+    outputs[layout_.difference] =
+        Tensor::Allocate(config_.outputs[layout_.difference].name, a.type(), a.shape(), &difference);
+    switch (a.type()) {
+      case DataType::kFp32: AddSub<float>(a, b, sum, difference); break;
+      case DataType::kFp64: AddSub<double>(a, b, sum, difference); break;
+      case DataType::kInt32: AddSub<int32_t>(a, b, sum, difference); break;
+      case DataType::kInt64: AddSub<int64_t>(a, b, sum, difference); break;
+      default: return Internal("add_sub: datatype " + std::string(DataTypeName(a.type())) + " passed Validate");
+    }
+    return outputs;
+  }
+
+ private:
+  const ModelConfig config_;
+  const AddSubLayout layout_;
+};
+
+Status ValidateIdentity(const ModelConfig& config) {
+  if (config.outputs.size() != config.inputs.size()) {
+    return InvalidArgument("builtin identity: needs as many outputs as inputs, has " +
+                           std::to_string(config.inputs.size()) + " inputs and " +
+                           std::to_string(config.outputs.size()) + " outputs");
+  }
+  for (size_t i = 0; i < config.inputs.size(); ++i) {
+    if (config.inputs[i].data_type != config.outputs[i].data_type) {
+      return InvalidArgument("builtin identity: output '" + config.outputs[i].name + "' must have the type of input '" +
+                             config.inputs[i].name + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<size_t> PositionOf(const std::vector<TensorConfig>& tensors, const std::string& name, const char* field) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].name == name) return i;
+  }
+  return InvalidArgument(std::string("builtin add_sub: needs ") + field + " '" + name + "'");
+}
+
+Result<AddSubLayout> AddSubLayoutOf(const ModelConfig& config) {
+  if (config.inputs.size() != 2 || config.outputs.size() != 2) {
+    return InvalidArgument("builtin add_sub: needs inputs INPUT0, INPUT1 and outputs OUTPUT0, OUTPUT1");
+  }
+  AddSubLayout layout;
+  WEFT_ASSIGN_OR_RETURN(layout.a, PositionOf(config.inputs, "INPUT0", "input"));
+  WEFT_ASSIGN_OR_RETURN(layout.b, PositionOf(config.inputs, "INPUT1", "input"));
+  WEFT_ASSIGN_OR_RETURN(layout.sum, PositionOf(config.outputs, "OUTPUT0", "output"));
+  WEFT_ASSIGN_OR_RETURN(layout.difference, PositionOf(config.outputs, "OUTPUT1", "output"));
+  DataType type = config.inputs[0].data_type;
+  if (type != DataType::kFp32 && type != DataType::kFp64 && type != DataType::kInt32 && type != DataType::kInt64) {
+    return InvalidArgument("builtin add_sub: supports FP32, FP64, INT32 and INT64, not " +
+                           std::string(DataTypeName(type)));
+  }
+  for (const auto* tensors : {&config.inputs, &config.outputs}) {
+    for (const auto& t : *tensors) {
+      if (t.data_type != type || t.dims != config.inputs[0].dims) {
+        return InvalidArgument("builtin add_sub: all inputs and outputs need the same data_type and dims; '" + t.name +
+                               "' differs from 'INPUT0'");
+      }
+    }
+  }
+  return layout;
+}
+
+class BuiltinBackend : public Backend {
+ public:
+  Status Validate(const ModelConfig& config) const override {
+    WEFT_ASSIGN_OR_RETURN(BuiltinModel model, ModelOf(config));
+    switch (model) {
+      case BuiltinModel::kIdentity: return ValidateIdentity(config);
+      case BuiltinModel::kAddSub: return AddSubLayoutOf(config).status();
+      case BuiltinModel::kSleep:
+        WEFT_RETURN_IF_ERROR(NonNegativeIntParameter(config, "batch_delay_us", 0).status());
+        WEFT_RETURN_IF_ERROR(NonNegativeIntParameter(config, "item_delay_us", 0).status());
+        return ValidateIdentity(config);
+    }
+    return Internal("unreachable");
+  }
+
+  Result<std::unique_ptr<ModelInstance>> CreateInstance(const ModelConfig& config,
+                                                        const std::filesystem::path& version_dir,
+                                                        int index) const override {
+    WEFT_RETURN_IF_ERROR(Validate(config));
+    WEFT_ASSIGN_OR_RETURN(BuiltinModel model, ModelOf(config));
+    std::unique_ptr<ModelInstance> instance;
+    switch (model) {
+      case BuiltinModel::kIdentity: {
+        instance =
+            std::make_unique<IdentityInstance>(config, std::chrono::microseconds(0), std::chrono::microseconds(0));
+        break;
+      }
+      case BuiltinModel::kAddSub: {
+        WEFT_ASSIGN_OR_RETURN(AddSubLayout layout, AddSubLayoutOf(config));
+        instance = std::make_unique<AddSubInstance>(config, layout);
+        break;
+      }
+      case BuiltinModel::kSleep: {
+        WEFT_ASSIGN_OR_RETURN(int64_t batch_us, NonNegativeIntParameter(config, "batch_delay_us", 0));
+        WEFT_ASSIGN_OR_RETURN(int64_t item_us, NonNegativeIntParameter(config, "item_delay_us", 0));
+        instance = std::make_unique<IdentityInstance>(config, std::chrono::microseconds(batch_us),
+                                                      std::chrono::microseconds(item_us));
+        break;
+      }
+    }
+    return instance;
+  }
+
+  std::string DefaultModelFilename() const override { return ""; }
+};
+
+}  // namespace
+
+std::shared_ptr<const Backend> MakeBuiltinBackend() { return std::make_shared<BuiltinBackend>(); }
+
+}  // namespace weft

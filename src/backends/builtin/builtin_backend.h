@@ -1,0 +1,18 @@
+#pragma once
+
+#include <memory>
+
+#include "model/backend.h"
+
+namespace weft {
+
+// Models built into the server, for tests, demos and benchmarks of everything around a framework. Selected by
+// `backend: "weft_builtin"`; config parameter `builtin` names the model:
+//   identity  output i = input i, zero-copy (the output shares the input's bytes), any datatype incl. BYTES.
+//   add_sub   INPUT0, INPUT1 (same shape, FP32/FP64/INT32/INT64) -> OUTPUT0 = a + b, OUTPUT1 = a - b.
+//   sleep     identity after sleeping parameters batch_delay_us + item_delay_us * batch size (default 0 each):
+//             a model whose cost is fixed per batch, the case that dynamic batching is for.
+// No model file is needed. Thread-safe.
+std::shared_ptr<const Backend> MakeBuiltinBackend();
+
+}  // namespace weft

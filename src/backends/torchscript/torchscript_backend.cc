@@ -1,0 +1,244 @@
+#include "backends/torchscript/torchscript_backend.h"
+
+#include <ATen/Parallel.h>
+#include <torch/script.h>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <system_error>
+
+#include "backends/common/model_checks.h"
+#include "base/log.h"
+
+namespace weft {
+namespace {
+
+constexpr char kDefaultModelFilename[] = "model.pt";
+constexpr int64_t kMaxThreads = 1024;
+
+std::optional<c10::ScalarType> TorchType(DataType type) {
+  switch (type) {
+    case DataType::kBool: return torch::kBool;
+    case DataType::kUint8: return torch::kUInt8;
+    case DataType::kInt8: return torch::kInt8;
+    case DataType::kInt16: return torch::kInt16;
+    case DataType::kInt32: return torch::kInt32;
+    case DataType::kInt64: return torch::kInt64;
+    case DataType::kFp16: return torch::kFloat16;
+    case DataType::kBf16: return torch::kBFloat16;
+    case DataType::kFp32: return torch::kFloat32;
+    case DataType::kFp64: return torch::kFloat64;
+    default: return std::nullopt;
+  }
+}
+
+std::optional<DataType> WeftType(c10::ScalarType type) {
+  switch (type) {
+    case torch::kBool: return DataType::kBool;
+    case torch::kUInt8: return DataType::kUint8;
+    case torch::kInt8: return DataType::kInt8;
+    case torch::kInt16: return DataType::kInt16;
+    case torch::kInt32: return DataType::kInt32;
+    case torch::kInt64: return DataType::kInt64;
+    case torch::kFloat16: return DataType::kFp16;
+    case torch::kBFloat16: return DataType::kBf16;
+    case torch::kFloat32: return DataType::kFp32;
+    case torch::kFloat64: return DataType::kFp64;
+    default: return std::nullopt;
+  }
+}
+
+// torch messages carry a C++ backtrace that is noise to a client; what_without_backtrace() drops it.
+std::string Message(const c10::Error& e) { return e.what_without_backtrace(); }
+
+// An error inside forward() comes with the TorchScript traceback: the model's source and the paths of the machine
+// that exported it, then the error itself on the last line. Clients get that last line; the log gets it all.
+std::string ForwardMessage(const std::string& message) {
+  if (message.find("TorchScript interpreter") == std::string::npos) return message;
+  size_t end = message.find_last_not_of("\n ");
+  if (end == std::string::npos) return message;
+  size_t newline = message.rfind('\n', end);
+  size_t begin = newline == std::string::npos ? 0 : newline + 1;
+  return message.substr(begin, end + 1 - begin);
+}
+
+Result<int64_t> IntraOpThreads(const ModelConfig& config) {
+  WEFT_ASSIGN_OR_RETURN(int64_t threads, NonNegativeIntParameter(config, "intra_op_threads", 1));
+  if (threads < 1 || threads > kMaxThreads) {
+    return InvalidArgument("parameters 'intra_op_threads': must be between 1 and " + std::to_string(kMaxThreads));
+  }
+  return threads;
+}
+
+// A view of `tensor` for torch. The deleter holds the tensor's owner, so that a forward() that returns an input
+// (or a view of one) as an output keeps the request's bytes alive for as long as that output lives.
+torch::Tensor WrapInput(const Tensor& tensor) {
+  auto options = torch::TensorOptions().dtype(*TorchType(tensor.type()));
+  if (reinterpret_cast<uintptr_t>(tensor.data()) % DataTypeSize(tensor.type()) != 0) {
+    // Compiled kernels may assume element alignment (loop peeling), and a tensor inside a request body can sit at
+    // any offset: copy the rare misaligned input.
+    torch::Tensor copy = torch::empty(tensor.shape(), options);
+    std::memcpy(copy.data_ptr(), tensor.data(), tensor.byte_size());
+    return copy;
+  }
+  std::shared_ptr<const void> owner = tensor.owner();
+  // const_cast: torch wants a mutable pointer, but nothing here writes to an input.
+  return torch::from_blob(
+      const_cast<std::byte*>(tensor.data()), tensor.shape(), [owner](void*) {}, options);
+}
+
+Result<std::vector<torch::Tensor>> Flatten(const c10::IValue& value) {
+  if (value.isTensor()) return std::vector<torch::Tensor>{value.toTensor()};
+  if (value.isTensorList()) return value.toTensorVector();
+  std::vector<torch::Tensor> tensors;
+  auto add_all = [&tensors](const auto& elements) -> Status {
+    for (const c10::IValue& element : elements) {
+      if (!element.isTensor()) {
+        return Internal("forward() returned a tuple or list with a " + element.tagKind() + ", expected Tensors");
+      }
+      tensors.push_back(element.toTensor());
+    }
+    return Status::Ok();
+  };
+  if (value.isTuple()) {
+    WEFT_RETURN_IF_ERROR(add_all(value.toTuple()->elements()));
+  } else if (value.isList()) {
+    WEFT_RETURN_IF_ERROR(add_all(value.toListRef()));
+  } else {
+    return Internal("forward() returned a " + value.tagKind() + ", expected a Tensor or a tuple/list of Tensors");
+  }
+  return tensors;
+}
+
+class TorchScriptInstance : public ModelInstance {
+ public:
+  TorchScriptInstance(ModelConfig config, torch::jit::Module module)
+      : config_(std::move(config)), module_(std::move(module)) {}
+
+  Result<std::vector<Tensor>> Execute(std::span<const Tensor> inputs) override {
+    WEFT_RETURN_IF_ERROR(CheckInputs(config_, inputs));
+    try {
+      c10::InferenceMode inference_mode;
+      std::vector<c10::IValue> arguments;
+      arguments.reserve(inputs.size());
+      for (const Tensor& input : inputs) arguments.emplace_back(WrapInput(input));
+      c10::IValue result;
+      try {
+        result = module_.forward(std::move(arguments));
+      } catch (const c10::Error& e) {
+        return ForwardError(Message(e));
+      } catch (const std::exception& e) {
+        // The interpreter rethrows errors from inside the script as std::runtime_error.
+        return ForwardError(e.what());
+      }
+      WEFT_ASSIGN_OR_RETURN(std::vector<torch::Tensor> results, Flatten(result));
+      return ToOutputs(std::move(results), BatchSize(config_, inputs));
+    } catch (const c10::Error& e) {
+      return Internal("model '" + config_.name + "': " + Message(e));
+    } catch (const std::exception& e) {
+      return Internal("model '" + config_.name + "': " + e.what());
+    }
+  }
+
+ private:
+  // The inputs matched the config, so what the model rejects is what the config leaves open (a -1 dim, a value).
+  Status ForwardError(const std::string& message) const {
+    WEFT_LOG(Debug) << "model '" << config_.name << "': forward() failed: " << message;
+    return InvalidArgument("model '" + config_.name + "' rejected its inputs: " + ForwardMessage(message));
+  }
+
+  // May throw c10::Error (device copies, contiguous()).
+  Result<std::vector<Tensor>> ToOutputs(std::vector<torch::Tensor> results, int64_t batch_size) const {
+    if (results.size() != config_.outputs.size()) {
+      return Internal("model '" + config_.name + "' returned " + std::to_string(results.size()) +
+                      " tensors, the config declares " + std::to_string(config_.outputs.size()) + " outputs");
+    }
+    std::vector<Tensor> outputs;
+    outputs.reserve(results.size());
+    for (size_t i = 0; i < results.size(); ++i) {
+      const TensorConfig& want = config_.outputs[i];
+      torch::Tensor result = results[i];
+      if (!result.device().is_cpu()) result = result.cpu();
+      result = result.contiguous();
+      std::optional<DataType> type = WeftType(result.scalar_type());
+      if (!type) {
+        return Internal("output '" + want.name + "': the model produced " +
+                        std::string(c10::toString(result.scalar_type())) + ", which weft cannot return");
+      }
+      Shape shape = result.sizes().vec();
+      WEFT_RETURN_IF_ERROR(CheckOutput(config_, want, *type, shape, batch_size));
+      auto owner = std::make_shared<const torch::Tensor>(std::move(result));
+      const auto* data = static_cast<const std::byte*>(owner->data_ptr());
+      size_t byte_size = owner->nbytes();
+      outputs.emplace_back(want.name, *type, std::move(shape), std::move(owner), data, byte_size);
+    }
+    return outputs;
+  }
+
+  const ModelConfig config_;
+  torch::jit::Module module_;
+};
+
+// A config whose input count forward() cannot take fails here, at load, rather than on every request.
+Status CheckForwardArity(const torch::jit::Module& module, const ModelConfig& config) {
+  const auto& arguments = module.get_method("forward").function().getSchema().arguments();
+  size_t total = arguments.empty() ? 0 : arguments.size() - 1;  // without `self`
+  size_t required = 0;
+  for (size_t i = 1; i < arguments.size(); ++i) required += arguments[i].default_value().has_value() ? 0 : 1;
+  if (config.inputs.size() < required || config.inputs.size() > total) {
+    return InvalidArgument("model '" + config.name + "': forward() takes " + std::to_string(required) +
+                           (required == total ? "" : " to " + std::to_string(total)) + " inputs, the config declares " +
+                           std::to_string(config.inputs.size()));
+  }
+  return Status::Ok();
+}
+
+class TorchScriptBackend : public Backend {
+ public:
+  Status Validate(const ModelConfig& config) const override {
+    for (const auto* tensors : {&config.inputs, &config.outputs}) {
+      for (const TensorConfig& t : *tensors) {
+        if (!TorchType(t.data_type)) {
+          return InvalidArgument("tensor '" + t.name + "': the pytorch backend does not support " +
+                                 std::string(DataTypeName(t.data_type)));
+        }
+      }
+    }
+    return IntraOpThreads(config).status();
+  }
+
+  Result<std::unique_ptr<ModelInstance>> CreateInstance(const ModelConfig& config,
+                                                        const std::filesystem::path& version_dir,
+                                                        int index) const override {
+    WEFT_RETURN_IF_ERROR(Validate(config));
+    WEFT_ASSIGN_OR_RETURN(int64_t threads, IntraOpThreads(config));
+    std::filesystem::path file =
+        version_dir / (config.default_model_filename.empty() ? kDefaultModelFilename : config.default_model_filename);
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(file, error)) {
+      return NotFound("model '" + config.name + "': no model file " + file.string());
+    }
+    try {
+      // Process-wide in torch (see the header): the last instance created decides for all models.
+      at::set_num_threads(static_cast<int>(threads));
+      // Loaded onto the CPU, whatever device the file was saved from.
+      torch::jit::Module module = torch::jit::load(file.string(), torch::Device(torch::kCPU));
+      module.eval();
+      WEFT_RETURN_IF_ERROR(CheckForwardArity(module, config));
+      return std::unique_ptr<ModelInstance>(std::make_unique<TorchScriptInstance>(config, std::move(module)));
+    } catch (const c10::Error& e) {
+      return Internal("model '" + config.name + "': cannot load TorchScript file " + file.string() + ": " + Message(e));
+    } catch (const std::exception& e) {
+      return Internal("model '" + config.name + "': cannot load TorchScript file " + file.string() + ": " + e.what());
+    }
+  }
+
+  std::string DefaultModelFilename() const override { return kDefaultModelFilename; }
+};
+
+}  // namespace
+
+std::shared_ptr<const Backend> MakeTorchScriptBackend() { return std::make_shared<TorchScriptBackend>(); }
+
+}  // namespace weft
