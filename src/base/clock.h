@@ -29,7 +29,9 @@ class ManualClock final : public Clock {
  public:
   explicit ManualClock(SteadyTime start = SteadyTime{}) : now_(start.time_since_epoch().count()) {}
   SteadyTime Now() const override { return SteadyTime(SteadyTime::duration(now_.load())); }
-  void Advance(std::chrono::nanoseconds d) { now_.fetch_add(std::chrono::duration_cast<SteadyTime::duration>(d).count()); }
+  void Advance(std::chrono::nanoseconds d) {
+    now_.fetch_add(std::chrono::duration_cast<SteadyTime::duration>(d).count());
+  }
 
  private:
   std::atomic<SteadyTime::duration::rep> now_;

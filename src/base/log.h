@@ -30,15 +30,15 @@ class LogMessage {
 
 }  // namespace weft
 
-#define WEFT_LOG(level)                                                         \
-  if (::weft::LogLevel::k##level < ::weft::GetLogLevel()) {                     \
-  } else                                                                        \
+#define WEFT_LOG(level)                                     \
+  if (::weft::LogLevel::k##level < ::weft::GetLogLevel()) { \
+  } else                                                    \
     ::weft::internal::LogMessage(::weft::LogLevel::k##level, __FILE__, __LINE__).stream()
 
 // A broken invariant is a bug: log and abort. Never use it on input.
-#define WEFT_CHECK(cond)                                                        \
-  if (cond) {                                                                   \
-  } else                                                                        \
+#define WEFT_CHECK(cond) \
+  if (cond) {            \
+  } else                 \
     ::weft::internal::CheckFailure(__FILE__, __LINE__, #cond).stream()
 
 namespace weft::internal {

@@ -60,10 +60,10 @@ inline Status Internal(std::string m) { return Status(StatusCode::kInternal, std
 
 }  // namespace weft
 
-#define WEFT_RETURN_IF_ERROR(expr)         \
-  do {                                     \
-    ::weft::Status weft_status_ = (expr);  \
-    if (!weft_status_.ok()) {              \
-      return weft_status_;                 \
-    }                                      \
+#define WEFT_RETURN_IF_ERROR(expr)        \
+  do {                                    \
+    ::weft::Status weft_status_ = (expr); \
+    if (!weft_status_.ok()) {             \
+      return weft_status_;                \
+    }                                     \
   } while (0)

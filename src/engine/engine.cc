@@ -3,34 +3,40 @@
 #include <map>
 
 #include "base/log.h"
-#include "engine/model_runner.h"
 #include "engine/request_validation.h"
+#include "scheduler/scheduler.h"
 
 namespace weft {
 
 struct Engine::Impl {
+  struct VersionSlot {
+    std::shared_ptr<LoadedVersion> version;  // owns the instances; outlives the scheduler (declared first)
+    std::unique_ptr<Scheduler> scheduler;
+  };
   struct ModelSlot {
     ModelEntry entry;
-    std::map<int64_t, std::unique_ptr<ModelRunner>> runners;  // by version, ready ones only
+    std::map<int64_t, VersionSlot> versions;  // ready ones only
   };
 
   Options options;
+  // Shared by every scheduler, so declared before (and destroyed after) them; null when unbounded.
+  std::unique_ptr<ByteBudget> byte_budget;
   // Built in the constructor, read-only afterwards: lookups need no lock.
   std::map<std::string, ModelSlot> models;
 
-  // Finds the runner for (model, version); version 0 = the highest ready one.
-  Result<ModelRunner*> FindRunner(const std::string& model, int64_t version) const {
+  // Finds (model, version); version 0 = the highest ready one.
+  Result<const VersionSlot*> Find(const std::string& model, int64_t version) const {
     auto it = models.find(model);
     if (it == models.end()) return NotFound("unknown model '" + model + "'");
     const ModelSlot& slot = it->second;
     if (version == 0) {
-      if (slot.runners.empty()) {
+      if (slot.versions.empty()) {
         return Unavailable("model '" + model + "' is not ready: " + slot.entry.status.message());
       }
-      return slot.runners.rbegin()->second.get();
+      return &slot.versions.rbegin()->second;
     }
-    auto v = slot.runners.find(version);
-    if (v != slot.runners.end()) return v->second.get();
+    auto v = slot.versions.find(version);
+    if (v != slot.versions.end()) return &v->second;
     for (const auto& [failed, status] : slot.entry.failed_versions) {
       if (failed == version) {
         return Unavailable("version " + std::to_string(version) + " of model '" + model +
@@ -44,13 +50,25 @@ struct Engine::Impl {
 Engine::Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry* metrics)
     : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
+  if (options.max_queued_bytes > 0) impl_->byte_budget = std::make_unique<ByteBudget>(options.max_queued_bytes);
   for (auto& entry : models) {
     std::string name = entry.name;
     Impl::ModelSlot slot;
     for (auto& version : entry.versions) {
-      auto version_metrics = std::make_shared<VersionMetrics>(metrics, name, version->version);
-      slot.runners[version->version] = std::make_unique<ModelRunner>(
-          version, ModelRunner::Options{.max_queue = options.max_queue_per_model}, std::move(version_metrics));
+      std::vector<ModelInstance*> instances;
+      for (auto& instance : version->instances) instances.push_back(instance.get());
+      Scheduler::Options scheduler_options{
+          .version = version->version,
+          .max_queue = options.max_queue_per_model,
+          .byte_budget = impl_->byte_budget.get(),
+          .finish_outputs =
+              [version](const InferenceRequest& request, std::vector<Tensor> outputs, int64_t batch_size) {
+                return FinishOutputs(version->config, request, std::move(outputs), batch_size);
+              },
+      };
+      auto scheduler =
+          std::make_unique<Scheduler>(version->config, std::move(instances), std::move(scheduler_options), metrics);
+      slot.versions[version->version] = Impl::VersionSlot{version, std::move(scheduler)};
     }
     slot.entry = std::move(entry);
     impl_->models.emplace(std::move(name), std::move(slot));
@@ -60,23 +78,23 @@ Engine::Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry*
 Engine::~Engine() = default;
 
 void Engine::Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback on_done) {
-  auto runner = impl_->FindRunner(request->model_name, request->model_version);
-  if (!runner.ok()) {
-    on_done(runner.status());
+  auto found = impl_->Find(request->model_name, request->model_version);
+  if (!found.ok()) {
+    on_done(found.status());
     return;
   }
-  ModelRunner* r = *runner;
-  auto inputs = PrepareInputs(r->version()->config, *request);
+  Scheduler& scheduler = *(*found)->scheduler;
+  auto inputs = PrepareInputs(scheduler.config(), *request);
   if (!inputs.ok()) {
-    Complete(r->metrics(), *request, on_done, inputs.status());
+    Complete(scheduler.metrics(), *request, on_done, inputs.status());
     return;
   }
-  r->Enqueue({.request = std::move(request), .inputs = std::move(inputs).value(), .on_done = std::move(on_done)});
+  scheduler.Submit({.request = std::move(request), .inputs = std::move(inputs).value(), .on_done = std::move(on_done)});
 }
 
 Result<std::shared_ptr<const LoadedVersion>> Engine::FindVersion(const std::string& model, int64_t version) const {
-  WEFT_ASSIGN_OR_RETURN(ModelRunner * runner, impl_->FindRunner(model, version));
-  return std::shared_ptr<const LoadedVersion>(runner->version());
+  WEFT_ASSIGN_OR_RETURN(const Impl::VersionSlot* slot, impl_->Find(model, version));
+  return std::shared_ptr<const LoadedVersion>(slot->version);
 }
 
 Result<ModelConfig> Engine::FindConfig(const std::string& model) const {
@@ -92,13 +110,13 @@ std::vector<int64_t> Engine::ReadyVersions(const std::string& model) const {
   std::vector<int64_t> out;
   auto it = impl_->models.find(model);
   if (it == impl_->models.end()) return out;
-  for (const auto& [v, r] : it->second.runners) out.push_back(v);
+  for (const auto& [v, slot] : it->second.versions) out.push_back(v);
   return out;
 }
 
 bool Engine::Ready() const {
   for (const auto& [name, slot] : impl_->models) {
-    if (slot.runners.empty()) return false;
+    if (slot.versions.empty()) return false;
   }
   return true;
 }
@@ -106,10 +124,10 @@ bool Engine::Ready() const {
 std::vector<ModelState> Engine::States() const {
   std::vector<ModelState> out;
   for (const auto& [name, slot] : impl_->models) {
-    if (slot.runners.empty()) {
+    if (slot.versions.empty()) {
       out.push_back({name, 0, false, slot.entry.status.message()});
     }
-    for (const auto& [v, r] : slot.runners) out.push_back({name, v, true, ""});
+    for (const auto& [v, version] : slot.versions) out.push_back({name, v, true, ""});
     for (const auto& [v, status] : slot.entry.failed_versions) out.push_back({name, v, false, status.message()});
   }
   return out;

@@ -16,9 +16,9 @@ namespace weft {
 // The state of one model (or one version) as the protocol reports it.
 struct ModelState {
   std::string name;
-  int64_t version = 0;   // 0 for a model-level entry
+  int64_t version = 0;  // 0 for a model-level entry
   bool ready = false;
-  std::string reason;    // why it is not ready
+  std::string reason;  // why it is not ready
 };
 
 // The facade that frontends call: it owns the loaded models and runs requests on their instances.
@@ -26,19 +26,26 @@ struct ModelState {
 class Engine {
  public:
   struct Options {
-    // Queued requests per model before Submit answers RESOURCE_EXHAUSTED. 0 = unbounded.
+    // Queued requests per model version before Submit answers RESOURCE_EXHAUSTED. 0 = unbounded. The config's
+    // dynamic_batching { default_queue_policy { max_queue_size } } bounds each priority level as well.
     size_t max_queue_per_model = 0;
+    // Input bytes held by queued requests, over all models, before Submit answers RESOURCE_EXHAUSTED.
+    // 0 = unbounded.
+    size_t max_queued_bytes = 0;
   };
 
-  // Takes the repository's entries; starts one runner thread per instance of every ready version.
+  // Takes the repository's entries; starts a scheduler (one thread per instance and a timer) for every ready
+  // version.
   Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry* metrics);
-  ~Engine();  // stops runners; requests still queued are answered UNAVAILABLE
+  ~Engine();  // requests still queued are answered UNAVAILABLE; running executions finish first
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   // Always takes ownership of `request`; `on_done` fires exactly once, on this thread for errors found at
-  // once (unknown model, invalid input) or on a runner thread. Checks the request against the model's config:
-  // input names, datatypes, shapes and byte sizes, requested outputs.
+  // once (unknown model, invalid input, a full queue or byte budget, a deadline already passed, a superseded
+  // frame) or on a scheduler thread. Checks the request against the model's config: input names, datatypes,
+  // shapes and byte sizes, requested outputs. Then the model's scheduler applies priority, deadline, batching,
+  // latest frame wins and cancellation (see scheduler/scheduler.h).
   void Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback on_done);
 
   // NotFound for an unknown model or version; Unavailable (with the reason) for one that failed to load.

@@ -55,13 +55,13 @@ std::unique_ptr<InferenceRequest> MakeRequest(std::vector<float> values, Shape s
 
 class EngineTest : public ::testing::Test {
  protected:
-  void Start(Engine::Options options = {}, std::shared_future<void> gate = {}) {
+  void Start(Engine::Options options = {}, std::shared_future<void> gate = {}, ModelConfig config = DoublingConfig()) {
     ModelEntry good;
     good.name = "double";
-    good.config = DoublingConfig();
+    good.config = config;
     auto version = std::make_shared<LoadedVersion>();
     version->version = 1;
-    version->config = DoublingConfig();
+    version->config = config;
     version->instances.push_back(std::make_unique<DoublingInstance>(&executions_, gate));
     good.versions.push_back(version);
     ModelEntry broken;
@@ -124,7 +124,8 @@ TEST_F(EngineTest, ExpiredAndCancelledRequestsNeverRun) {
   Start({}, gate.get_future().share());
   // The first request holds the only instance until the gate opens.
   std::promise<Result<InferenceResponse>> first_done;
-  engine_->Submit(MakeRequest({1, 2}, {1, 2}), [&](Result<InferenceResponse> r) { first_done.set_value(std::move(r)); });
+  engine_->Submit(MakeRequest({1, 2}, {1, 2}),
+                  [&](Result<InferenceResponse> r) { first_done.set_value(std::move(r)); });
 
   auto expired = MakeRequest({1, 2}, {1, 2});
   expired->deadline = std::chrono::steady_clock::now();
@@ -170,6 +171,50 @@ TEST_F(EngineTest, FullQueueRejectsAtOnceAndShutdownAnswersTheRest) {
   EXPECT_EQ(answered.load(), 5);
   EXPECT_EQ(unavailable.load(), 1);
   EXPECT_EQ(executions_.load(), 1);
+}
+
+TEST_F(EngineTest, DynamicBatchingJoinsRequestsAndSplitsTheirOutputs) {
+  ModelConfig config = DoublingConfig();
+  config.dynamic_batching = DynamicBatchingConfig{.preferred_batch_size = {4}, .max_queue_delay_us = 10'000'000};
+  Start({}, {}, config);
+  std::promise<Result<InferenceResponse>> done[3];
+  engine_->Submit(MakeRequest({1, 2}, {1, 2}), [&](Result<InferenceResponse> r) { done[0].set_value(std::move(r)); });
+  engine_->Submit(MakeRequest({3, 4, 5, 6}, {2, 2}),
+                  [&](Result<InferenceResponse> r) { done[1].set_value(std::move(r)); });
+  auto last = MakeRequest({7, 8}, {1, 2});
+  last->id = "r3";
+  engine_->Submit(std::move(last), [&](Result<InferenceResponse> r) { done[2].set_value(std::move(r)); });
+  // Four batch items are the preferred size: one execution, long before the 10 s delay.
+  auto second = done[1].get_future().get();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->outputs[0].shape(), (Shape{2, 2}));
+  auto out = second->outputs[0].as<float>();
+  EXPECT_EQ(std::vector<float>(out.begin(), out.end()), (std::vector<float>{6, 8, 10, 12}));
+  auto third = done[2].get_future().get();
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->id, "r3");
+  EXPECT_TRUE(done[0].get_future().get().ok());
+  EXPECT_EQ(executions_.load(), 1);
+}
+
+TEST_F(EngineTest, QueuedBytesBudgetRejectsAtOnce) {
+  std::promise<void> gate;
+  Start({.max_queued_bytes = 8}, gate.get_future().share());
+  std::atomic<int> ok{0};
+  std::atomic<int> rejected{0};
+  auto count = [&](Result<InferenceResponse> r) {
+    if (r.ok()) ok++;
+    if (r.status().code() == StatusCode::kResourceExhausted) rejected++;
+  };
+  started = 0;
+  engine_->Submit(MakeRequest({1, 2}, {1, 2}), count);  // runs: its 8 bytes leave the budget as it starts
+  while (started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  engine_->Submit(MakeRequest({1, 2}, {1, 2}), count);  // queued: 8 of 8 bytes
+  engine_->Submit(MakeRequest({1, 2}, {1, 2}), count);  // does not fit
+  EXPECT_EQ(rejected.load(), 1);
+  gate.set_value();
+  for (int i = 0; i < 10'000 && ok.load() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(ok.load(), 2);
 }
 
 TEST_F(EngineTest, ReadinessAndStates) {

@@ -27,8 +27,8 @@ Result<Shape> ResolveShape(Shape target, int64_t count, const std::string& tenso
   }
   if (unknown >= 0) {
     if (known == 0 || count % known != 0) {
-      return InvalidArgument("tensor '" + tensor + "': cannot reshape " + std::to_string(count) +
-                             " elements to " + ShapeToString(target));
+      return InvalidArgument("tensor '" + tensor + "': cannot reshape " + std::to_string(count) + " elements to " +
+                             ShapeToString(target));
     }
     target[unknown] = count / known;
   } else if (known != count) {
@@ -50,8 +50,7 @@ Result<std::vector<Tensor>> PrepareInputs(const ModelConfig& config, const Infer
   }
   for (const auto& name : request.requested_outputs) {
     if (!config.FindOutput(name)) {
-      return InvalidArgument("unknown output '" + name + "' requested: model '" + config.name +
-                             "' has no such output");
+      return InvalidArgument("unknown output '" + name + "' requested: model '" + config.name + "' has no such output");
     }
   }
   std::vector<Tensor> prepared;
@@ -84,7 +83,8 @@ Result<std::vector<Tensor>> PrepareInputs(const ModelConfig& config, const Infer
       }
       batch = b;
     }
-    WEFT_RETURN_IF_ERROR(ValidateTensorBytes(in->type(), in->shape(), in->bytes()).WithContext("input '" + spec.name + "'"));
+    WEFT_RETURN_IF_ERROR(
+        ValidateTensorBytes(in->type(), in->shape(), in->bytes()).WithContext("input '" + spec.name + "'"));
     if (spec.reshape) {
       Shape target;
       if (config.max_batch_size > 0) target.push_back(in->shape()[0]);

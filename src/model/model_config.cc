@@ -83,8 +83,7 @@ Status ValidateModelConfig(const ModelConfig& config) {
                                " is outside [1, max_batch_size]");
       }
     }
-    if (db.priority_levels > 0 &&
-        (db.default_priority_level < 1 || db.default_priority_level > db.priority_levels)) {
+    if (db.priority_levels > 0 && (db.default_priority_level < 1 || db.default_priority_level > db.priority_levels)) {
       return InvalidArgument("dynamic_batching.default_priority_level: must be in [1, priority_levels]");
     }
   }

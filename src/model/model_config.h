@@ -17,8 +17,8 @@ namespace weft {
 struct TensorConfig {
   std::string name;
   DataType data_type = DataType::kInvalid;
-  Shape dims;                        // without the batch dimension when max_batch_size > 0; -1 = variable
-  std::optional<Shape> reshape;      // the shape the framework sees, if it differs from dims
+  Shape dims;                    // without the batch dimension when max_batch_size > 0; -1 = variable
+  std::optional<Shape> reshape;  // the shape the framework sees, if it differs from dims
 };
 
 enum class InstanceKind { kAuto, kGpu, kCpu, kModel };
@@ -33,23 +33,23 @@ struct InstanceGroupConfig {
 struct VersionPolicyConfig {
   enum class Kind { kLatest, kAll, kSpecific };
   Kind kind = Kind::kLatest;
-  int num_versions = 1;              // for kLatest
-  std::vector<int64_t> versions;     // for kSpecific
+  int num_versions = 1;           // for kLatest
+  std::vector<int64_t> versions;  // for kSpecific
 };
 
 struct QueuePolicyConfig {
   enum class TimeoutAction { kReject, kDelay };
   TimeoutAction timeout_action = TimeoutAction::kReject;
-  uint64_t default_timeout_us = 0;   // 0 = none
+  uint64_t default_timeout_us = 0;  // 0 = none
   bool allow_timeout_override = false;
-  uint32_t max_queue_size = 0;       // 0 = unbounded
+  uint32_t max_queue_size = 0;  // 0 = unbounded
 };
 
 struct DynamicBatchingConfig {
   std::vector<int> preferred_batch_size;
   uint64_t max_queue_delay_us = 0;
   bool preserve_ordering = false;
-  uint32_t priority_levels = 0;      // 0 = one level
+  uint32_t priority_levels = 0;  // 0 = one level
   uint32_t default_priority_level = 0;
   QueuePolicyConfig default_queue_policy;
   std::map<uint64_t, QueuePolicyConfig> priority_queue_policy;
@@ -61,7 +61,7 @@ struct ModelConfig {
   std::string name;
   std::string platform;
   std::string backend;
-  int max_batch_size = 0;            // 0 = the model takes no batch dimension
+  int max_batch_size = 0;  // 0 = the model takes no batch dimension
   std::vector<TensorConfig> inputs;
   std::vector<TensorConfig> outputs;
   std::vector<InstanceGroupConfig> instance_groups;

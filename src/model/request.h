@@ -57,12 +57,12 @@ class CancelToken {
 // One inference request as the engine sees it, independent of the protocol it came in on.
 struct InferenceRequest {
   std::string model_name;
-  int64_t model_version = 0;        // 0 = chosen by the version policy (the highest ready version)
+  int64_t model_version = 0;  // 0 = chosen by the version policy (the highest ready version)
   std::string id;
   Parameters parameters;
-  std::vector<Tensor> inputs;       // shapes include the batch dimension when the model batches
+  std::vector<Tensor> inputs;                  // shapes include the batch dimension when the model batches
   std::vector<std::string> requested_outputs;  // empty = all outputs
-  uint32_t priority = 0;            // 0 = the model's default; 1 = highest
+  uint32_t priority = 0;                       // 0 = the model's default; 1 = highest
   std::optional<SteadyTime> deadline;
   std::shared_ptr<CancelToken> cancel = std::make_shared<CancelToken>();
   SteadyTime arrival = std::chrono::steady_clock::now();

@@ -24,8 +24,8 @@ std::string ShapeToString(const Shape& shape) {
   return out + "]";
 }
 
-Tensor::Tensor(std::string name, DataType type, Shape shape, std::shared_ptr<const void> owner,
-               const std::byte* data, size_t byte_size, MemoryPlace place)
+Tensor::Tensor(std::string name, DataType type, Shape shape, std::shared_ptr<const void> owner, const std::byte* data,
+               size_t byte_size, MemoryPlace place)
     : name_(std::move(name)),
       type_(type),
       shape_(std::move(shape)),
@@ -79,9 +79,8 @@ Status ValidateTensorBytes(DataType type, const Shape& shape, std::span<const st
   }
   size_t expected = static_cast<size_t>(count) * DataTypeSize(type);
   if (bytes.size() != expected) {
-    return InvalidArgument("tensor of type " + std::string(DataTypeName(type)) + " and shape " +
-                           ShapeToString(shape) + " needs " + std::to_string(expected) + " bytes, got " +
-                           std::to_string(bytes.size()));
+    return InvalidArgument("tensor of type " + std::string(DataTypeName(type)) + " and shape " + ShapeToString(shape) +
+                           " needs " + std::to_string(expected) + " bytes, got " + std::to_string(bytes.size()));
   }
   return Status::Ok();
 }

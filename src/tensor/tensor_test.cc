@@ -6,8 +6,8 @@ namespace weft {
 namespace {
 
 TEST(DataTypeTest, NamesRoundTrip) {
-  for (auto name : {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16",
-                    "FP32", "FP64", "BYTES", "BF16"}) {
+  for (auto name : {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "FP32",
+                    "FP64", "BYTES", "BF16"}) {
     auto t = DataTypeFromName(name);
     ASSERT_TRUE(t.has_value()) << name;
     EXPECT_EQ(DataTypeName(*t), name);

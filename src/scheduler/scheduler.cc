@@ -1,0 +1,313 @@
+#include "scheduler/scheduler.h"
+
+#include <chrono>
+
+#include "base/log.h"
+#include "scheduler/batch_tensors.h"
+
+namespace weft {
+namespace {
+
+double Seconds(SteadyTime::duration d) { return std::chrono::duration<double>(d).count(); }
+int64_t MicrosOf(SteadyTime::duration d) { return std::chrono::duration_cast<Micros>(d).count(); }
+
+}  // namespace
+
+Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, Options options,
+                     MetricsRegistry* metrics)
+    : config_(std::move(config)),
+      options_(std::move(options)),
+      batch_policy_(BatchPolicyOptions::FromConfig(config_)),
+      instance_count_(instances.size()),
+      queue_options_(QueueOptions::FromConfig(config_, options_.max_queue)),
+      metrics_(metrics, config_.name, options_.version, static_cast<uint32_t>(queue_options_.levels.size())),
+      queue_(queue_options_) {
+  for (ModelInstance* instance : instances) {
+    threads_.emplace_back([this, instance](std::stop_token stop) { Serve(stop, instance); });
+  }
+  threads_.emplace_back([this](std::stop_token stop) { RunTimer(stop); });
+}
+
+Scheduler::~Scheduler() {
+  Entries left;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    left = queue_.TakeAll();
+    QueueChangedLocked();
+  }
+  for (auto& e : left) Answer(*e, Unavailable("the server is shutting down"));
+  left.clear();
+  // Stopping wakes the waiting threads; an instance in an execution finishes and answers it first.
+  threads_.clear();
+  Entries cancelled;
+  {
+    std::lock_guard lock(mu_);
+    cancelled.swap(cancelled_);
+  }
+  for (auto& e : cancelled) Answer(*e, Cancelled("the client went away while the request was queued"));
+}
+
+void Scheduler::Submit(Work work) {
+  const SteadyTime now = std::chrono::steady_clock::now();
+  auto entry = std::make_unique<QueueEntry>();
+  entry->id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  entry->request = std::move(work.request);
+  entry->inputs = std::move(work.inputs);
+  entry->on_done = std::move(work.on_done);
+  entry->enqueued = now;
+  if (config_.max_batch_size > 0 && !entry->inputs.empty() && !entry->inputs[0].shape().empty()) {
+    entry->batch_size = entry->inputs[0].shape()[0];
+  }
+  if (batch_policy_.dynamic_batching) {
+    // Inputs that cannot be joined get a key no other request has.
+    std::optional<std::string> key = BatchKeyOf(entry->inputs);
+    entry->batch_key = key ? std::move(*key) : "alone:" + std::to_string(entry->id);
+  }
+  if (queue_options_.latest_frame_wins) entry->source = SourceOf(*entry->request);
+  // Registered before the entry is queued: a cancel that fires in between finds nothing to remove, and then
+  // AdmitLocked sees the token cancelled.
+  entry->cancel_registration = entry->request->cancel->OnCancel([this, id = entry->id] { OnCancelled(id); });
+
+  std::unique_ptr<QueueEntry> superseded;
+  bool wake_timer = false;
+  Status status;
+  {
+    std::lock_guard lock(mu_);
+    status = AdmitLocked(entry, now, &superseded, &wake_timer);
+  }
+  if (!status.ok()) {
+    Answer(*entry, std::move(status));
+    return;  // `entry` (and its cancel registration) dies here, outside the lock
+  }
+  work_changed_.notify_one();
+  if (wake_timer) timer_wake_.notify_one();
+  if (superseded) {
+    Answer(*superseded, Aborted("superseded by a newer frame"));
+  }
+}
+
+Status Scheduler::AdmitLocked(std::unique_ptr<QueueEntry>& entry, SteadyTime now,
+                              std::unique_ptr<QueueEntry>* superseded, bool* wake_timer) {
+  const InferenceRequest& request = *entry->request;
+  if (stopping_) return Unavailable("the server is shutting down");
+  if (instance_count_ == 0) return Unavailable("model '" + config_.name + "' has no instances");
+  if (request.cancel->cancelled()) return Cancelled("the client went away before the request was queued");
+  entry->level = queue_.LevelOf(request);
+  entry->deadline = queue_.DeadlineOf(request, entry->level, now);
+  if (entry->deadline && *entry->deadline <= now) {
+    if (queue_.policy(entry->level).timeout_action == QueuePolicyConfig::TimeoutAction::kReject) {
+      return DeadlineExceeded("the request's deadline passed before it was queued, " +
+                              std::to_string(MicrosOf(now - request.arrival)) +
+                              " us after it arrived; it was not executed");
+    }
+    entry->delayed = true;
+  }
+  std::optional<uint64_t> older;
+  if (!entry->source.empty()) older = queue_.FindSource(entry->source);
+  Status room = queue_.HasRoom(entry->level, older);
+  if (!room.ok()) return room.WithContext("model '" + config_.name + "'");
+  if (options_.byte_budget) {
+    size_t bytes = 0;
+    for (const Tensor& t : entry->inputs) bytes += t.byte_size();
+    std::optional<ByteReservation> reservation = options_.byte_budget->TryReserve(bytes);
+    if (!reservation) {
+      return ResourceExhausted("the server's budget for queued tensor bytes is exhausted (" +
+                               std::to_string(options_.byte_budget->used()) + " of " +
+                               std::to_string(options_.byte_budget->capacity()) + " bytes in use; this request needs " +
+                               std::to_string(bytes) + ")");
+    }
+    entry->bytes = std::move(*reservation);
+  }
+  if (older) *superseded = queue_.Remove(*older);
+  const std::optional<SteadyTime> earliest = queue_.NextDeadline();
+  if (entry->deadline && !entry->delayed && (!earliest || *entry->deadline < *earliest)) {
+    timer_dirty_ = true;
+    *wake_timer = true;
+  }
+  queue_.Push(std::move(entry));
+  QueueChangedLocked();
+  return Status::Ok();
+}
+
+void Scheduler::QueueChangedLocked() {
+  ++generation_;
+  for (uint32_t level = 1; level <= queue_.levels(); ++level) {
+    metrics_.queue_depth[level - 1]->Set(static_cast<double>(queue_.size(level)));
+  }
+}
+
+void Scheduler::Serve(std::stop_token stop, ModelInstance* instance) {
+  const size_t snapshot_size =
+      batch_policy_.dynamic_batching ? static_cast<size_t>(batch_policy_.max_batch_size) + 1 : 1;
+  Entries batch;
+  Entries expired;
+  std::unique_lock lock(mu_);
+  while (!stop.stop_requested()) {
+    // Checked here as well as by the timer, which may run late: an expired request must never start.
+    const SteadyTime now = std::chrono::steady_clock::now();
+    if (queue_.Expire(now, &expired)) {
+      QueueChangedLocked();
+      if (!expired.empty()) {
+        lock.unlock();
+        AnswerExpired(expired, now);
+        lock.lock();
+        continue;
+      }
+    }
+    queue_.Snapshot(snapshot_size, &snapshot_);
+    const BatchDecision decision = DecideBatch(snapshot_, now, batch_policy_);
+    const uint64_t seen = generation_;
+    auto changed = [this, seen] { return generation_ != seen; };
+    switch (decision.kind) {
+      case BatchDecision::Kind::kIdle: work_changed_.wait(lock, stop, changed); break;
+      case BatchDecision::Kind::kWait: work_changed_.wait_until(lock, stop, decision.wait_until, changed); break;
+      case BatchDecision::Kind::kRun: {
+        queue_.PopFront(decision.count, &batch);
+        QueueChangedLocked();
+        const bool more = queue_.size() > 0;
+        lock.unlock();
+        if (more) work_changed_.notify_one();
+        Execute(instance, std::move(batch));
+        batch.clear();
+        lock.lock();
+        break;
+      }
+    }
+  }
+}
+
+void Scheduler::RunTimer(std::stop_token stop) {
+  Entries expired;
+  Entries cancelled;
+  std::unique_lock lock(mu_);
+  while (!stop.stop_requested()) {
+    auto woken = [this] { return timer_dirty_ || !cancelled_.empty(); };
+    if (std::optional<SteadyTime> next = queue_.NextDeadline()) {
+      timer_wake_.wait_until(lock, stop, *next, woken);
+    } else {
+      timer_wake_.wait(lock, stop, woken);
+    }
+    timer_dirty_ = false;
+    if (stop.stop_requested()) break;
+    const SteadyTime now = std::chrono::steady_clock::now();
+    const bool changed = queue_.Expire(now, &expired);
+    if (changed) QueueChangedLocked();
+    cancelled.swap(cancelled_);
+    if (!changed && cancelled.empty()) continue;
+    lock.unlock();
+    // A DELAY level's reordering or a removed head can change what an instance should run.
+    if (changed) work_changed_.notify_all();
+    AnswerExpired(expired, now);
+    for (auto& e : cancelled) Answer(*e, Cancelled("the client went away while the request was queued"));
+    cancelled.clear();  // destroys the cancel registrations outside the lock
+    lock.lock();
+  }
+}
+
+void Scheduler::OnCancelled(uint64_t id) {
+  {
+    std::lock_guard lock(mu_);
+    std::unique_ptr<QueueEntry> entry = queue_.Remove(id);
+    if (!entry) return;  // it started, or left already
+    QueueChangedLocked();
+    // Destroying the entry here would destroy this very callback's registration.
+    cancelled_.push_back(std::move(entry));
+  }
+  timer_wake_.notify_one();
+  work_changed_.notify_all();
+}
+
+void Scheduler::AnswerExpired(Entries& expired, SteadyTime now) {
+  for (auto& e : expired) {
+    Answer(*e, DeadlineExceeded("the request's deadline passed after " + std::to_string(MicrosOf(now - e->enqueued)) +
+                                " us in the queue; it was not executed"));
+  }
+  expired.clear();
+}
+
+void Scheduler::Execute(ModelInstance* instance, Entries batch) {
+  const SteadyTime start = std::chrono::steady_clock::now();
+  std::vector<const std::vector<Tensor>*> parts;
+  std::vector<int64_t> batch_sizes;
+  parts.reserve(batch.size());
+  batch_sizes.reserve(batch.size());
+  for (auto& e : batch) {
+    // Out of the queue now: the bytes no longer count, and a cancel no longer needs a callback (a result is
+    // dropped instead). Both are released here, outside mu_.
+    e->bytes.Reset();
+    e->cancel_registration.reset();
+    metrics_.queue_duration->Observe(Seconds(start - e->enqueued));
+    if (e->request->cancel->cancelled()) {
+      Answer(*e, Cancelled("the client went away before the request ran"));
+      e.reset();
+    } else if (e->deadline && !e->delayed && *e->deadline <= start &&
+               queue_options_.levels[e->level - 1].timeout_action == QueuePolicyConfig::TimeoutAction::kReject) {
+      // Its deadline passed between the dispatch decision and now.
+      Answer(*e,
+             DeadlineExceeded("the request's deadline passed after " + std::to_string(MicrosOf(start - e->enqueued)) +
+                              " us in the queue; it was not executed"));
+      e.reset();
+    }
+  }
+  std::erase(batch, nullptr);
+  int64_t items = 0;
+  for (auto& e : batch) {
+    parts.push_back(&e->inputs);
+    batch_sizes.push_back(e->batch_size);
+    items += e->batch_size;
+  }
+  if (batch.empty()) return;
+  Result<std::vector<Tensor>> outputs = [&] {
+    std::vector<Tensor> joined = JoinInputs(parts);
+    return instance->Execute(joined);
+  }();
+  const SteadyTime end = std::chrono::steady_clock::now();
+  metrics_.compute_duration->Observe(Seconds(end - start));
+  metrics_.execution_count->Increment();
+  metrics_.inference_count->Increment(static_cast<double>(items));
+  metrics_.batch_size->Observe(static_cast<double>(items));
+  for (auto& e : batch) e->inputs.clear();  // release the request bytes as soon as the backend is done
+
+  Result<std::vector<std::vector<Tensor>>> split = [&]() -> Result<std::vector<std::vector<Tensor>>> {
+    if (!outputs.ok()) return outputs.status();
+    if (batch.size() == 1) return std::vector<std::vector<Tensor>>{std::move(outputs).value()};
+    return SplitOutputs(*outputs, batch_sizes);
+  }();
+  if (outputs.ok() && !split.ok()) {
+    WEFT_LOG(Error) << "model '" << config_.name << "': " << split.status().message();
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    QueueEntry& e = *batch[i];
+    if (e.request->cancel->cancelled()) {
+      Answer(e, Cancelled("the client went away while the request ran; its result was dropped"));
+      continue;
+    }
+    if (!split.ok()) {
+      Answer(e, split.status());
+      continue;
+    }
+    std::vector<Tensor> mine = std::move((*split)[i]);
+    if (options_.finish_outputs) {
+      Result<std::vector<Tensor>> finished = options_.finish_outputs(*e.request, std::move(mine), e.batch_size);
+      if (!finished.ok()) {
+        WEFT_LOG(Error) << "model '" << config_.name << "': " << finished.status().message();
+        Answer(e, finished.status());
+        continue;
+      }
+      mine = std::move(finished).value();
+    }
+    InferenceResponse response;
+    response.model_name = config_.name;
+    response.model_version = options_.version;
+    response.id = e.request->id;
+    response.outputs = std::move(mine);
+    Answer(e, std::move(response));
+  }
+}
+
+void Scheduler::Answer(QueueEntry& entry, Result<InferenceResponse> result) {
+  Complete(metrics_, *entry.request, entry.on_done, std::move(result));
+}
+
+}  // namespace weft

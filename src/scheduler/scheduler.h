@@ -1,0 +1,109 @@
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "metrics/metrics.h"
+#include "model/backend.h"
+#include "model/model_config.h"
+#include "model/request.h"
+#include "scheduler/batch_policy.h"
+#include "scheduler/byte_budget.h"
+#include "scheduler/request_queue.h"
+#include "scheduler/version_metrics.h"
+
+namespace weft {
+
+// Turns one request's share of an execution's outputs (framework shapes, the backend's order, `batch_size`
+// items) into the outputs of its response. An error answers the request with it.
+using OutputFinisher = std::function<Result<std::vector<Tensor>>(const InferenceRequest& request,
+                                                                 std::vector<Tensor> outputs, int64_t batch_size)>;
+
+// Runs the requests of one model version on its instances. In order:
+//   admission  - the request's priority level and deadline (the level's queue policy), a bounded queue per
+//                level, the shared byte budget, latest frame wins (a newer frame from a source replaces the
+//                queued one); what does not fit is answered at once;
+//   queueing   - a queue per level ordered by deadline; a timer thread answers a request whose deadline passes
+//                at that moment, and a cancelled request leaves its queue as its token fires;
+//   batching   - a free instance asks DecideBatch (a pure function of the queue's head and the time) what to
+//                run: joined inputs go to the instance, outputs are split back into views per request.
+// One thread per instance, so an instance never runs two executions at once and N instances run N at once.
+// Every submitted request is answered exactly once: by its execution, or with RESOURCE_EXHAUSTED (no room),
+// DEADLINE_EXCEEDED (never executed), CANCELLED, ABORTED (superseded) or UNAVAILABLE (the scheduler stopped
+// first). Thread-safe; Submit never blocks on an execution.
+class Scheduler {
+ public:
+  struct Options {
+    int64_t version = 0;                // reported in responses and metric labels
+    size_t max_queue = 0;               // requests queued over all levels; 0 = unbounded
+    ByteBudget* byte_budget = nullptr;  // queued input bytes, shared between schedulers; null = none
+    OutputFinisher finish_outputs;      // empty = the split outputs as they are
+  };
+  struct Work {
+    std::unique_ptr<InferenceRequest> request;
+    std::vector<Tensor> inputs;  // validated, in config order, framework shapes (batch dim first if it batches)
+    InferenceCallback on_done;
+  };
+
+  // Starts one thread per instance and the timer thread. `instances` and `options.byte_budget` must outlive the
+  // scheduler; nothing else calls the instances while it runs.
+  Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, Options options, MetricsRegistry* metrics);
+  // Answers every queued request UNAVAILABLE, lets running executions finish and answer, then stops the threads.
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Always takes ownership. Answers at once, on this thread, what cannot be queued; otherwise the answer comes
+  // from an instance thread or the timer thread.
+  void Submit(Work work);
+
+  const ModelConfig& config() const { return config_; }
+  VersionMetrics& metrics() { return metrics_; }
+
+ private:
+  using Entries = std::vector<std::unique_ptr<QueueEntry>>;
+
+  // Admits `entry` under mu_: sets its level and deadline, takes its bytes, replaces the older frame of its
+  // source (returned in `superseded`) and queues it. An error leaves the entry with the caller.
+  Status AdmitLocked(std::unique_ptr<QueueEntry>& entry, SteadyTime now, std::unique_ptr<QueueEntry>* superseded,
+                     bool* wake_timer);
+  void Serve(std::stop_token stop, ModelInstance* instance);
+  void RunTimer(std::stop_token stop);
+  // The cancel callback of a queued request; runs on the cancelling thread. Answers on the timer thread, so
+  // that no caller's code runs inside CancelToken::Cancel().
+  void OnCancelled(uint64_t id);
+  void Execute(ModelInstance* instance, Entries batch);
+  void AnswerExpired(Entries& expired, SteadyTime now);
+  void Answer(QueueEntry& entry, Result<InferenceResponse> result);
+  void QueueChangedLocked();
+
+  // Constant after construction.
+  const ModelConfig config_;
+  const Options options_;
+  const BatchPolicyOptions batch_policy_;
+  const size_t instance_count_;
+  const QueueOptions queue_options_;
+  VersionMetrics metrics_;  // the handles are constant; the metrics behind them are lock-free
+
+  std::atomic<uint64_t> next_id_{1};  // queue entry ids; lock-free
+
+  std::mutex mu_;
+  std::condition_variable_any work_changed_;  // instances wait here for work
+  std::condition_variable_any timer_wake_;    // the timer waits here for an earlier deadline or a cancellation
+  bool stopping_ = false;                     // guarded by mu_
+  uint64_t generation_ = 0;                   // guarded by mu_; bumped by every change of queue_
+  bool timer_dirty_ = false;                  // guarded by mu_; the earliest deadline moved up
+  RequestQueue queue_;                        // guarded by mu_
+  QueueSnapshot snapshot_;                    // guarded by mu_; reused to spare allocations
+  Entries cancelled_;                         // guarded by mu_; left the queue, to be answered by the timer
+
+  std::vector<std::jthread> threads_;  // started last, joined first
+};
+
+}  // namespace weft

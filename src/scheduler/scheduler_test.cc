@@ -1,0 +1,433 @@
+#include "scheduler/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "scheduler/testing/fake_instance.h"
+
+namespace weft {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::FakeInstance;
+using testing::Gate;
+using testing::MakeFloatRequest;
+using Clock = std::chrono::steady_clock;
+
+// A model with one FP32 input of variable length, batched up to `max_batch_size`.
+ModelConfig FakeConfig(int max_batch_size = 8, std::optional<DynamicBatchingConfig> batching = std::nullopt) {
+  ModelConfig c;
+  c.name = "fake";
+  c.max_batch_size = max_batch_size;
+  c.inputs = {{"INPUT0", DataType::kFp32, {-1}, std::nullopt}};
+  c.outputs = {{"OUTPUT0", DataType::kFp32, {-1}, std::nullopt}};
+  c.dynamic_batching = std::move(batching);
+  return c;
+}
+
+// Collects the answers by request id. Thread-safe.
+class Answers {
+ public:
+  InferenceCallback Callback(std::string id) {
+    return [this, id](Result<InferenceResponse> r) {
+      std::lock_guard lock(mu_);
+      results_[id].push_back(std::move(r));
+      order_.push_back(id);
+      cv_.notify_all();
+    };
+  }
+  // The answer for `id`, waiting for it up to 10 s.
+  Result<InferenceResponse> Wait(const std::string& id) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return results_.count(id) > 0; })) {
+      return Internal("no answer for " + id);
+    }
+    return results_[id].front();
+  }
+  bool Has(const std::string& id) {
+    std::lock_guard lock(mu_);
+    return results_.count(id) > 0;
+  }
+  std::vector<std::string> Order() {
+    std::lock_guard lock(mu_);
+    return order_;
+  }
+  // Ids answered other than exactly once, out of `ids`.
+  std::vector<std::string> NotOnce(const std::vector<std::string>& ids) {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> bad;
+    for (const auto& id : ids) {
+      auto it = results_.find(id);
+      if (it == results_.end() || it->second.size() != 1) bad.push_back(id);
+    }
+    return bad;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::vector<Result<InferenceResponse>>> results_;  // guarded by mu_
+  std::vector<std::string> order_;                                         // guarded by mu_
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void Start(ModelConfig config, bool gated = false, int instances = 1, Scheduler::Options options = {}) {
+    std::vector<ModelInstance*> raw;
+    for (int i = 0; i < instances; ++i) {
+      instances_.push_back(std::make_unique<FakeInstance>(gated ? &gate_ : nullptr));
+      raw.push_back(instances_.back().get());
+    }
+    options.version = 1;
+    scheduler_ = std::make_unique<Scheduler>(std::move(config), std::move(raw), options, &metrics_);
+  }
+
+  // Submits a request "id" of `values` (shape {1, n} unless given) and returns its cancel token.
+  std::shared_ptr<CancelToken> Submit(const std::string& id, std::vector<float> values, Shape shape = {},
+                                      std::function<void(InferenceRequest&)> edit = nullptr) {
+    if (shape.empty()) shape = {1, static_cast<int64_t>(values.size())};
+    auto r = MakeFloatRequest(std::move(values), std::move(shape), id);
+    if (edit) edit(*r);
+    auto token = r->cancel;
+    auto inputs = r->inputs;
+    ids_.push_back(id);
+    scheduler_->Submit({.request = std::move(r), .inputs = std::move(inputs), .on_done = answers_.Callback(id)});
+    return token;
+  }
+  // Submits "holder" and waits until it runs, so the (gated) instance is busy.
+  void Hold() {
+    Submit("holder", {0});
+    ASSERT_TRUE(instances_[0]->WaitForStarted(1));
+  }
+
+  void TearDown() override {
+    gate_.Open();
+    scheduler_.reset();
+    EXPECT_EQ(answers_.NotOnce(ids_), std::vector<std::string>{}) << "every request is answered exactly once";
+    for (const auto& instance : instances_) EXPECT_FALSE(instance->overlapped());
+  }
+
+  StatusCode Code(const std::string& id) { return answers_.Wait(id).status().code(); }
+  std::vector<float> Output(const std::string& id) {
+    auto r = answers_.Wait(id);
+    if (!r.ok() || r->outputs.empty()) return {};
+    auto v = r->outputs[0].as<float>();
+    return {v.begin(), v.end()};
+  }
+  double Failures(StatusCode code) { return scheduler_->metrics().FailureCounter(code)->value(); }
+
+  Gate gate_;
+  std::vector<std::unique_ptr<FakeInstance>> instances_;
+  MetricsRegistry metrics_;
+  Answers answers_;
+  std::vector<std::string> ids_;
+  std::unique_ptr<ByteBudget> budget_;
+  std::unique_ptr<Scheduler> scheduler_;  // last: stops before what it uses
+};
+
+TEST_F(SchedulerTest, PreferredBatchSizeRunsAtOnceAndOutputsSplitBack) {
+  Start(FakeConfig(8, DynamicBatchingConfig{.preferred_batch_size = {4}, .max_queue_delay_us = 10'000'000}));
+  const auto start = Clock::now();
+  for (int i = 0; i < 4; ++i) Submit("r" + std::to_string(i), {float(i), float(10 + i)});
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(Output("r" + std::to_string(i)), (std::vector<float>{2.0f * i, 2.0f * (10 + i)}));
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));  // far sooner than the 10 s delay
+  auto log = instances_[0]->log();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].shapes[0], (Shape{4, 2}));
+  EXPECT_EQ(log[0].values, (std::vector<float>{0, 10, 1, 11, 2, 12, 3, 13}));
+  EXPECT_EQ(answers_.Wait("r2")->outputs[0].shape(), (Shape{1, 2}));
+  EXPECT_EQ(scheduler_->metrics().batch_size->sum(), 4);
+  EXPECT_EQ(scheduler_->metrics().execution_count->value(), 1);
+  EXPECT_EQ(scheduler_->metrics().inference_count->value(), 4);
+}
+
+TEST_F(SchedulerTest, MaxQueueDelayIsRespected) {
+  Start(FakeConfig(8, DynamicBatchingConfig{.max_queue_delay_us = 200'000}));
+  const auto start = Clock::now();
+  Submit("a", {1});
+  Submit("b", {2});
+  EXPECT_EQ(Code("a"), StatusCode::kOk);
+  EXPECT_EQ(Code("b"), StatusCode::kOk);
+  EXPECT_GE(Clock::now() - start, milliseconds(200));
+  auto log = instances_[0]->log();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].shapes[0], (Shape{2, 1}));
+}
+
+TEST_F(SchedulerTest, DifferentShapesAreNeverJoined) {
+  Start(FakeConfig(8, DynamicBatchingConfig{}), /*gated=*/true);
+  Hold();
+  Submit("a1", {1, 1});
+  Submit("a2", {2, 2});
+  Submit("b1", {3, 3, 3});
+  Submit("b2", {4, 4, 4});
+  Submit("a3", {5, 5});
+  gate_.Open();
+  EXPECT_EQ(Output("a2"), (std::vector<float>{4, 4}));
+  EXPECT_EQ(Output("b2"), (std::vector<float>{8, 8, 8}));
+  EXPECT_EQ(Output("a3"), (std::vector<float>{10, 10}));
+  auto log = instances_[0]->log();
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_EQ(log[1].shapes[0], (Shape{2, 2}));
+  EXPECT_EQ(log[2].shapes[0], (Shape{2, 3}));
+  EXPECT_EQ(log[3].shapes[0], (Shape{1, 2}));
+}
+
+TEST_F(SchedulerTest, WithoutDynamicBatchingEachRequestRunsAlone) {
+  Start(FakeConfig(8), /*gated=*/true);
+  Hold();
+  for (int i = 0; i < 3; ++i) Submit("r" + std::to_string(i), {float(i)});
+  gate_.Open();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Code("r" + std::to_string(i)), StatusCode::kOk);
+  auto log = instances_[0]->log();
+  ASSERT_EQ(log.size(), 4u);
+  for (const auto& e : log) EXPECT_EQ(e.shapes[0], (Shape{1, 1}));
+}
+
+TEST_F(SchedulerTest, HigherPriorityOvertakesLower) {
+  Start(FakeConfig(1, DynamicBatchingConfig{.priority_levels = 2, .default_priority_level = 2}), /*gated=*/true);
+  Hold();
+  Submit("low1", {1});
+  Submit("low2", {2});
+  Submit("high", {3}, {}, [](InferenceRequest& r) { r.priority = 1; });
+  gate_.Open();
+  for (const char* id : {"low1", "low2", "high"}) EXPECT_EQ(Code(id), StatusCode::kOk);
+  EXPECT_EQ(answers_.Order(), (std::vector<std::string>{"holder", "high", "low1", "low2"}));
+}
+
+TEST_F(SchedulerTest, EarliestDeadlineFirstWithinALevel) {
+  DynamicBatchingConfig batching;
+  batching.default_queue_policy.allow_timeout_override = true;
+  Start(FakeConfig(1, batching), /*gated=*/true);
+  Hold();
+  const auto now = Clock::now();
+  Submit("none", {1});
+  Submit("late", {2}, {}, [&](InferenceRequest& r) { r.deadline = now + std::chrono::seconds(60); });
+  Submit("soon", {3}, {}, [&](InferenceRequest& r) { r.deadline = now + std::chrono::seconds(30); });
+  gate_.Open();
+  for (const char* id : {"none", "late", "soon"}) EXPECT_EQ(Code(id), StatusCode::kOk);
+  EXPECT_EQ(answers_.Order(), (std::vector<std::string>{"holder", "soon", "late", "none"}));
+}
+
+TEST_F(SchedulerTest, ExpiredRequestIsAnsweredAtOnceAndNeverExecuted) {
+  // Level 2, the default, times requests out after 50 ms; level 1 has no timeout, so the holder never expires
+  // however slowly this machine starts it.
+  DynamicBatchingConfig batching{.priority_levels = 2, .default_priority_level = 2};
+  batching.priority_queue_policy[2].default_timeout_us = 50'000;
+  Start(FakeConfig(8, batching), /*gated=*/true);
+  Submit("holder", {0}, {}, [](InferenceRequest& r) { r.priority = 1; });
+  ASSERT_TRUE(instances_[0]->WaitForStarted(1));
+  Submit("late", {1});
+  // Answered by the timer while the only instance is still busy: not when a batch forms.
+  auto r = answers_.Wait("late");
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(r.status().message().find("us in the queue"), std::string::npos) << r.status().message();
+  EXPECT_EQ(instances_[0]->started(), 1);
+  gate_.Open();
+  EXPECT_EQ(Code("holder"), StatusCode::kOk);
+  scheduler_.reset();
+  EXPECT_EQ(instances_[0]->log().size(), 1u);
+}
+
+TEST_F(SchedulerTest, RequestDeadlineAppliesWithoutDynamicBatching) {
+  Start(FakeConfig(0), /*gated=*/true);
+  Hold();
+  Submit("late", {1}, {1}, [](InferenceRequest& r) { r.deadline = Clock::now() + milliseconds(30); });
+  Submit("expired", {1}, {1}, [](InferenceRequest& r) { r.deadline = Clock::now(); });
+  EXPECT_TRUE(answers_.Has("expired"));  // already past: answered inside Submit
+  EXPECT_EQ(Code("expired"), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(Code("late"), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(Failures(StatusCode::kDeadlineExceeded), 2);
+  gate_.Open();
+  EXPECT_EQ(Code("holder"), StatusCode::kOk);
+}
+
+TEST_F(SchedulerTest, DelayActionRunsExpiredRequestsAfterTheOnTimeOnes) {
+  DynamicBatchingConfig batching;
+  batching.default_queue_policy.allow_timeout_override = true;
+  batching.default_queue_policy.timeout_action = QueuePolicyConfig::TimeoutAction::kDelay;
+  Start(FakeConfig(1, batching), /*gated=*/true);
+  Hold();
+  Submit("expires", {1}, {}, [](InferenceRequest& r) { r.deadline = Clock::now() + milliseconds(20); });
+  std::this_thread::sleep_for(milliseconds(100));
+  Submit("on_time", {2});
+  gate_.Open();
+  EXPECT_EQ(Code("expires"), StatusCode::kOk);  // delayed, not rejected
+  EXPECT_EQ(Code("on_time"), StatusCode::kOk);
+  EXPECT_EQ(answers_.Order(), (std::vector<std::string>{"holder", "on_time", "expires"}));
+}
+
+TEST_F(SchedulerTest, FullQueueIsRejectedAtOnce) {
+  DynamicBatchingConfig batching;
+  batching.default_queue_policy.max_queue_size = 1;
+  Start(FakeConfig(8, batching), /*gated=*/true);
+  Hold();
+  Submit("queued", {1});
+  Submit("rejected", {2});
+  ASSERT_TRUE(answers_.Has("rejected"));  // before Submit returned
+  EXPECT_EQ(Code("rejected"), StatusCode::kResourceExhausted);
+  EXPECT_FALSE(answers_.Has("queued"));
+  EXPECT_EQ(Failures(StatusCode::kResourceExhausted), 1);
+  EXPECT_EQ(scheduler_->metrics().queue_depth[0]->value(), 1);
+}
+
+TEST_F(SchedulerTest, ByteBudgetRejectsAtOnceAndIsGivenBack) {
+  budget_ = std::make_unique<ByteBudget>(16);
+  Start(FakeConfig(8), /*gated=*/true, 1, {.byte_budget = budget_.get()});
+  Hold();                       // 4 bytes, given back when it started
+  Submit("queued", {1, 2, 3});  // 12 bytes
+  EXPECT_EQ(budget_->used(), 12u);
+  Submit("too_many", {1, 2});  // 8 more do not fit
+  ASSERT_TRUE(answers_.Has("too_many"));
+  EXPECT_EQ(Code("too_many"), StatusCode::kResourceExhausted);
+  gate_.Open();
+  EXPECT_EQ(Code("queued"), StatusCode::kOk);
+  EXPECT_EQ(budget_->used(), 0u);
+}
+
+TEST_F(SchedulerTest, CancelFreesTheQueueSlotAtOnce) {
+  DynamicBatchingConfig batching;
+  batching.default_queue_policy.max_queue_size = 1;
+  Start(FakeConfig(8, batching), /*gated=*/true);
+  Hold();
+  auto token = Submit("cancelled", {1});
+  Submit("rejected", {2});
+  EXPECT_EQ(Code("rejected"), StatusCode::kResourceExhausted);
+  token->Cancel();
+  EXPECT_EQ(Code("cancelled"), StatusCode::kCancelled);  // while the instance is still busy
+  Submit("accepted", {3});
+  EXPECT_FALSE(answers_.Has("accepted"));
+  gate_.Open();
+  EXPECT_EQ(Output("accepted"), (std::vector<float>{6}));
+  EXPECT_EQ(Failures(StatusCode::kCancelled), 1);
+  scheduler_.reset();
+  EXPECT_EQ(instances_[0]->log().size(), 2u);  // the holder and "accepted"
+}
+
+TEST_F(SchedulerTest, CancelledBeforeSubmitIsAnsweredAtOnce) {
+  Start(FakeConfig(8));
+  Submit("cancelled", {1}, {}, [](InferenceRequest& r) { r.cancel->Cancel(); });
+  ASSERT_TRUE(answers_.Has("cancelled"));
+  EXPECT_EQ(Code("cancelled"), StatusCode::kCancelled);
+}
+
+TEST_F(SchedulerTest, CancelWhileRunningDropsTheResult) {
+  Start(FakeConfig(8), /*gated=*/true);
+  auto token = Submit("running", {1});
+  ASSERT_TRUE(instances_[0]->WaitForStarted(1));
+  token->Cancel();
+  gate_.Open();
+  EXPECT_EQ(Code("running"), StatusCode::kCancelled);
+  scheduler_.reset();
+  EXPECT_EQ(instances_[0]->log().size(), 1u);
+}
+
+TEST_F(SchedulerTest, LatestFrameWinsPerSource) {
+  ModelConfig config = FakeConfig(8);
+  config.parameters["weft.latest_frame_wins"] = "true";
+  Start(config, /*gated=*/true);
+  auto from = [](std::string source) { return [source](InferenceRequest& r) { r.parameters["source"] = source; }; };
+  Submit("holder", {0}, {}, from("cam1"));
+  ASSERT_TRUE(instances_[0]->WaitForStarted(1));
+  Submit("cam1_old", {1}, {}, from("cam1"));
+  Submit("cam2", {2}, {}, from("cam2"));
+  Submit("cam1_new", {3}, {}, from("cam1"));
+  ASSERT_TRUE(answers_.Has("cam1_old"));  // answered inside the newer frame's Submit
+  auto old = answers_.Wait("cam1_old");
+  EXPECT_EQ(old.status().code(), StatusCode::kAborted);
+  EXPECT_EQ(old.status().message(), "superseded by a newer frame");
+  gate_.Open();
+  EXPECT_EQ(Code("holder"), StatusCode::kOk);  // a running frame is never replaced
+  EXPECT_EQ(Output("cam1_new"), (std::vector<float>{6}));
+  EXPECT_EQ(Code("cam2"), StatusCode::kOk);
+  EXPECT_EQ(Failures(StatusCode::kAborted), 1);
+  scheduler_.reset();
+  EXPECT_EQ(instances_[0]->log().size(), 3u);
+}
+
+TEST_F(SchedulerTest, ShutdownAnswersQueuedRequestsUnavailable) {
+  Start(FakeConfig(8), /*gated=*/true);
+  Hold();
+  for (int i = 0; i < 3; ++i) Submit("q" + std::to_string(i), {float(i)});
+  std::jthread stopper([this] { scheduler_.reset(); });
+  // The queued ones are answered before the running execution finishes.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Code("q" + std::to_string(i)), StatusCode::kUnavailable);
+  EXPECT_FALSE(answers_.Has("holder"));
+  gate_.Open();
+  stopper.join();
+  EXPECT_EQ(Code("holder"), StatusCode::kOk);
+  EXPECT_EQ(instances_[0]->log().size(), 1u);
+}
+
+TEST_F(SchedulerTest, InstancesRunInParallelButEachRunsOneAtATime) {
+  ModelConfig config = FakeConfig(8);
+  config.instance_groups = {{.count = 2}};
+  Start(config, /*gated=*/true, /*instances=*/2);
+  for (int i = 0; i < 6; ++i) Submit("r" + std::to_string(i), {float(i)});
+  // Both instances hold an execution at once.
+  ASSERT_TRUE(instances_[0]->WaitForStarted(1));
+  ASSERT_TRUE(instances_[1]->WaitForStarted(1));
+  gate_.Open();
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(Code("r" + std::to_string(i)), StatusCode::kOk);
+  scheduler_.reset();
+  EXPECT_EQ(instances_[0]->log().size() + instances_[1]->log().size(), 6u);
+}
+
+// Many threads submit, cancel and time out requests against three instances; every request must be answered
+// exactly once, no instance may run two executions at once, and the counters must add up.
+TEST_F(SchedulerTest, StressEveryRequestIsAnsweredOnce) {
+  DynamicBatchingConfig batching{.max_queue_delay_us = 200, .priority_levels = 2, .default_priority_level = 2};
+  batching.default_queue_policy.allow_timeout_override = true;
+  batching.default_queue_policy.max_queue_size = 6;
+  ModelConfig config = FakeConfig(4, batching);
+  config.parameters["weft.latest_frame_wins"] = "true";
+  budget_ = std::make_unique<ByteBudget>(80);  // ten requests
+  Start(config, /*gated=*/false, /*instances=*/3, {.byte_budget = budget_.get()});
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 150;
+  std::vector<std::vector<std::string>> ids(kThreads);
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([this, t, &ids] {
+        std::mt19937 rng(t);
+        std::vector<std::shared_ptr<CancelToken>> tokens;
+        for (int i = 0; i < kPerThread; ++i) {
+          std::string id = std::to_string(t) + "/" + std::to_string(i);
+          ids[t].push_back(id);
+          auto r = MakeFloatRequest({float(i), float(t)}, {1, 2}, id);
+          r->priority = rng() % 3;
+          if (rng() % 3 == 0) r->deadline = Clock::now() + std::chrono::microseconds(rng() % 2000);
+          if (rng() % 4 == 0) r->parameters["source"] = "cam" + std::to_string(rng() % 3);
+          tokens.push_back(r->cancel);
+          auto inputs = r->inputs;
+          scheduler_->Submit({.request = std::move(r), .inputs = std::move(inputs), .on_done = answers_.Callback(id)});
+          if (rng() % 5 == 0) tokens[rng() % tokens.size()]->Cancel();
+        }
+      });
+    }
+  }
+  scheduler_.reset();
+  size_t total = 0;
+  for (auto& v : ids) {
+    EXPECT_EQ(answers_.NotOnce(v), std::vector<std::string>{});
+    total += v.size();
+  }
+  EXPECT_EQ(budget_->used(), 0u);
+  // The same series as the scheduler's (the registry hands out one metric per name and labels).
+  VersionMetrics m(&metrics_, "fake", 1, 2);
+  double answered = m.success->value();
+  for (StatusCode c : {StatusCode::kResourceExhausted, StatusCode::kDeadlineExceeded, StatusCode::kCancelled,
+                       StatusCode::kAborted, StatusCode::kUnavailable, StatusCode::kInternal}) {
+    answered += m.FailureCounter(c)->value();
+  }
+  EXPECT_EQ(answered, static_cast<double>(total));
+  for (const auto& instance : instances_) EXPECT_FALSE(instance->overlapped());
+}
+
+}  // namespace
+}  // namespace weft

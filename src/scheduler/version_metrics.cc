@@ -1,0 +1,58 @@
+#include "scheduler/version_metrics.h"
+
+#include <chrono>
+
+namespace weft {
+
+std::string_view FailureReason(StatusCode code) {
+  switch (code) {
+    case StatusCode::kInvalidArgument: return "invalid_argument";
+    case StatusCode::kResourceExhausted: return "rejected";
+    case StatusCode::kDeadlineExceeded: return "timeout";
+    case StatusCode::kCancelled: return "cancelled";
+    case StatusCode::kAborted: return "superseded";
+    case StatusCode::kUnavailable: return "unavailable";
+    default: return "backend";
+  }
+}
+
+VersionMetrics::VersionMetrics(MetricsRegistry* registry, const std::string& model, int64_t version, uint32_t levels) {
+  const std::string v = std::to_string(version);
+  const Labels labels = {{"model", model}, {"version", v}};
+  success = registry->GetCounter("weft_inference_request_success_total", "Requests answered with outputs.", labels);
+  inference_count =
+      registry->GetCounter("weft_inference_count_total", "Inferences performed (a batch of n counts n).", labels);
+  execution_count =
+      registry->GetCounter("weft_inference_exec_count_total", "Executions of the model (one per batch).", labels);
+  request_duration = registry->GetHistogram("weft_inference_request_duration_seconds",
+                                            "Time from arrival to answer, successes and failures.", labels);
+  queue_duration = registry->GetHistogram("weft_inference_queue_duration_seconds",
+                                          "Time a request waited in the queue before its execution started.", labels);
+  compute_duration = registry->GetHistogram("weft_inference_compute_duration_seconds",
+                                            "Time an execution took in the backend.", labels);
+  batch_size = registry->GetHistogram("weft_batch_size", "Batch items per execution.", labels,
+                                      {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  for (uint32_t level = 1; level <= levels; ++level) {
+    queue_depth.push_back(registry->GetGauge("weft_queue_depth", "Requests waiting in the queue, by priority level.",
+                                             {{"model", model}, {"version", v}, {"level", std::to_string(level)}}));
+  }
+  for (size_t c = 0; c < failures_.size(); ++c) {
+    failures_[c] = registry->GetCounter(
+        "weft_inference_request_failure_total", "Requests answered with an error, by reason.",
+        {{"model", model}, {"version", v}, {"reason", std::string(FailureReason(static_cast<StatusCode>(c)))}});
+  }
+}
+
+void Complete(VersionMetrics& metrics, const InferenceRequest& request, InferenceCallback& on_done,
+              Result<InferenceResponse> result) {
+  if (result.ok()) {
+    metrics.success->Increment();
+  } else {
+    metrics.FailureCounter(result.status().code())->Increment();
+  }
+  metrics.request_duration->Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - request.arrival).count());
+  on_done(std::move(result));
+}
+
+}  // namespace weft

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "metrics/metrics.h"
+#include "model/request.h"
+
+namespace weft {
+
+// The metrics of one model version (labels model, version), resolved once at construction so that the request
+// path takes no registry lock. Thread-safe: the handles are lock-free.
+struct VersionMetrics {
+  VersionMetrics(MetricsRegistry* registry, const std::string& model, int64_t version, uint32_t levels = 1);
+
+  Counter* success;
+  Counter* inference_count;  // batch items executed (a batch of n counts n)
+  Counter* execution_count;  // executions (one per batch)
+  Histogram* request_duration;
+  Histogram* queue_duration;
+  Histogram* compute_duration;
+  Histogram* batch_size;            // items per execution
+  std::vector<Gauge*> queue_depth;  // queued requests; index = priority level - 1
+
+  // weft_inference_request_failure_total for `code`'s reason (see FailureReason).
+  Counter* FailureCounter(StatusCode code) const { return failures_[static_cast<size_t>(code)]; }
+
+ private:
+  std::array<Counter*, static_cast<size_t>(StatusCode::kInternal) + 1> failures_{};
+};
+
+// The label value for a failure's reason in weft_inference_request_failure_total: "rejected" (a full queue or
+// byte budget), "timeout", "cancelled", "superseded" (latest frame wins), "unavailable" (shutdown),
+// "invalid_argument", "backend" (everything else).
+std::string_view FailureReason(StatusCode code);
+
+// Answers a request: records its outcome and its duration since arrival, then calls `on_done`. Call it
+// outside every lock: `on_done` is the caller's code.
+void Complete(VersionMetrics& metrics, const InferenceRequest& request, InferenceCallback& on_done,
+              Result<InferenceResponse> result);
+
+}  // namespace weft
