@@ -14,6 +14,7 @@ struct ServeOptions {
   int http_threads = 2;
   size_t max_request_body_bytes = 64ull << 20;
   size_t max_queue_per_model = 0;
+  size_t max_queued_bytes = 1ull << 30;
 };
 
 // Loads the repository, serves until SIGINT or SIGTERM, then drains and stops. Returns the process exit code:

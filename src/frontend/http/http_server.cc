@@ -1,0 +1,587 @@
+#include "frontend/http/http_server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/status.hpp>
+#include <charconv>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "base/log.h"
+
+namespace weft {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+// While a request is in flight the connection keeps one read pending to notice a disconnect. Bytes that arrive
+// then belong to the next request; past this many the watch stops rather than buffer without bound.
+constexpr size_t kWatchReadChunk = 4096;
+// After a response that closes the connection, unread request bytes are drained this long so that the client
+// sees the response instead of a reset (a 413 is usually sent while the client is still sending).
+constexpr std::chrono::milliseconds kLingerOnClose{2000};
+
+// The body that the parser fills: a RequestBody placed so that the binary offset named by a header is aligned.
+struct IncomingBody {
+  struct value_type {
+    RequestBody body;
+    const std::string* binary_offset_header = nullptr;
+  };
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(http::header<isRequest, Fields>& header, value_type& value) : fields_(header), value_(value) {}
+
+    void init(const boost::optional<std::uint64_t>& length, error_code& ec) {
+      size_t anchor = 0;
+      if (value_.binary_offset_header && !value_.binary_offset_header->empty()) {
+        auto it = fields_.find(*value_.binary_offset_header);
+        if (it != fields_.end()) {
+          std::string_view text = it->value();
+          size_t offset = 0;
+          auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), offset);
+          if (err == std::errc() && end == text.data() + text.size()) anchor = offset;
+        }
+      }
+      // The parser has already checked a declared length against the body limit.
+      value_.body.Prepare(length ? static_cast<size_t>(*length) : 0, anchor);
+      ec = {};
+    }
+
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, error_code& ec) {
+      size_t n = net::buffer_size(buffers);
+      std::byte* at = value_.body.Append(n);
+      net::buffer_copy(net::buffer(at, n), buffers);
+      ec = {};
+      return n;
+    }
+
+    void finish(error_code& ec) { ec = {}; }
+
+   private:
+    const http::fields& fields_;
+    value_type& value_;
+  };
+};
+
+std::string_view ReasonPhrase(unsigned status) {
+  if (status == 499) return "Client Closed Request";  // nginx's code; Beast does not know it
+  std::string_view reason(http::obsolete_reason(http::int_to_status(status)));
+  return reason == "<unknown-status>" ? "Unknown" : reason;
+}
+
+bool IsDisconnect(const error_code& ec) {
+  return ec == http::error::end_of_stream || ec == http::error::partial_message || ec == net::error::eof ||
+         ec == net::error::connection_reset || ec == net::error::broken_pipe || ec == net::error::operation_aborted ||
+         ec == net::error::bad_descriptor;
+}
+
+HttpResponse PlainError(unsigned status, std::string_view message) {
+  HttpResponse r;
+  r.status = status;
+  r.body = "{\"error\":\"";
+  for (char c : message) {
+    // Only our own messages come here; escape what JSON requires.
+    if (c == '"' || c == '\\') r.body += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    r.body += c;
+  }
+  r.body += "\"}";
+  r.close = true;
+  return r;
+}
+
+}  // namespace
+
+namespace internal {
+
+class Connection;
+
+// State shared by the server, its connections and their responders. Connections keep it alive, so that the
+// io_context outlives every socket even when a responder releases the last connection after the server is gone.
+struct ServerCore : std::enable_shared_from_this<ServerCore> {
+  ServerCore(HttpServer::Options o, HttpHandler* h)
+      : ioc(std::max(1, o.io_threads)),
+        acceptor(net::make_strand(ioc)),
+        work(ioc.get_executor()),
+        options(std::move(o)),
+        handler(h) {}
+
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  const HttpServer::Options options;
+  HttpHandler* const handler;
+
+  std::mutex mu;
+  // False before Start and once Stop has drained: nothing new is posted to ioc then.
+  bool running = false;  // guarded by mu
+  // True from the moment Stop begins: no new connections, and each connection closes after its answer.
+  bool stopping = false;            // guarded by mu
+  int open_connections = 0;         // accepted and not yet closed; guarded by mu
+  std::condition_variable drained;  // signalled when open_connections drops to 0
+  std::unordered_map<const Connection*, std::weak_ptr<Connection>> connections;  // guarded by mu
+};
+
+// One client connection. All its members are used on its strand only.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(std::shared_ptr<ServerCore> core, tcp::socket socket)
+      : core_(std::move(core)), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
+
+  ~Connection() {
+    std::lock_guard lock(core_->mu);
+    core_->connections.erase(this);
+    if (!closed_ && --core_->open_connections == 0) core_->drained.notify_all();
+  }
+
+  ServerCore& core() { return *core_; }
+  net::any_io_executor executor() { return socket_.get_executor(); }
+
+  void Start() {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->ReadRequest(); });
+  }
+
+  // The handler's answer to the request in flight. Dropped when the connection is closed.
+  void Reply(HttpResponse response) {
+    if (closed_ || !in_flight_ || writing_) return;
+    WriteResponse(std::move(response));
+  }
+
+  // Stop has begun: close now if idle, else after the answer in flight is written.
+  void BeginShutdown() {
+    shutting_down_ = true;
+    if (!in_flight_ && !writing_) Close();
+  }
+
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    {
+      std::lock_guard lock(core_->mu);
+      if (--core_->open_connections == 0) core_->drained.notify_all();
+    }
+    if (in_flight_ && cancel_) cancel_->Cancel();
+    error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+    timer_.cancel();
+  }
+
+ private:
+  void ReadRequest() {
+    if (closed_) return;
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(core_->options.max_header_bytes));
+    parser_->body_limit(core_->options.max_body_bytes);
+    parser_->get().body().binary_offset_header = &core_->options.binary_offset_header;
+    ArmTimer(core_->options.io_timeout);
+    http::async_read_header(socket_, buffer_, *parser_,
+                            [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(error_code ec) {
+    if (closed_) return;
+    if (ec) return OnReadError(ec);
+    arrival_ = std::chrono::steady_clock::now();
+    const auto& message = parser_->get();
+    if (!parser_->is_done() && beast::iequals(message[http::field::expect], "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
+                       [self = shared_from_this()](error_code ec, size_t) {
+                         if (self->closed_) return;
+                         if (ec) return self->Close();
+                         self->ReadBody();
+                       });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    if (parser_->is_done()) return Dispatch();
+    ArmTimer(core_->options.io_timeout);
+    http::async_read(socket_, buffer_, *parser_,
+                     [self = shared_from_this()](error_code ec, size_t) { self->OnBody(ec); });
+  }
+
+  void OnBody(error_code ec) {
+    if (closed_) return;
+    if (ec) return OnReadError(ec);
+    Dispatch();
+  }
+
+  void OnReadError(const error_code& ec) {
+    parser_.reset();
+    keep_alive_ = false;
+    method_ = http::verb::unknown;
+    if (ec == http::error::body_limit) {
+      return WriteResponse(PlainError(
+          413, "request body exceeds the limit of " + std::to_string(core_->options.max_body_bytes) + " bytes"));
+    }
+    if (ec == http::error::header_limit) return WriteResponse(PlainError(431, "request header is too large"));
+    // A client that leaves mid-request just goes away.
+    if (IsDisconnect(ec)) return Close();
+    WriteResponse(PlainError(400, "malformed HTTP request: " + ec.message()));
+  }
+
+  void Dispatch();  // below PendingReply
+
+  // Keeps a read pending so that a peer that closes (or resets) is noticed at once, while a request is in
+  // flight, while its answer is written, while the connection idles, and while draining before a close.
+  // Pipelined bytes end the watch: they are parsed as the next request once the answer is written.
+  void WatchSocket() {
+    if (watching_ || closed_ || (buffer_.size() > 0 && !draining_)) return;
+    watching_ = true;
+    socket_.async_read_some(buffer_.prepare(kWatchReadChunk),
+                            [self = shared_from_this()](error_code ec, size_t n) { self->OnWatch(ec, n); });
+  }
+
+  void OnWatch(error_code ec, size_t n) {
+    watching_ = false;
+    if (closed_) return;
+    if (ec) {
+      if (in_flight_) {
+        WEFT_LOG(Debug) << "client went away while its request was in flight";
+      }
+      return Close();  // cancels the request in flight, if any
+    }
+    buffer_.commit(n);
+    if (draining_) {
+      buffer_.clear();
+      return WatchSocket();
+    }
+    if (in_flight_ || writing_) return;  // the next request waits in buffer_
+    ReadRequest();
+  }
+
+  void WriteResponse(HttpResponse response) {
+    writing_ = true;
+    close_after_ = response.close || !keep_alive_ || shutting_down_;
+    out_ = std::move(response);
+    size_t length = out_.body.size();
+    for (const auto& s : out_.segments) length += s.bytes.size();
+
+    head_.clear();
+    head_ += "HTTP/1.1 ";
+    head_ += std::to_string(out_.status);
+    head_ += ' ';
+    head_ += ReasonPhrase(out_.status);
+    head_ += "\r\nContent-Type: ";
+    head_ += out_.content_type;
+    head_ += "\r\nContent-Length: ";
+    head_ += std::to_string(length);
+    head_ += "\r\n";
+    for (const auto& [name, value] : out_.headers) {
+      head_ += name;
+      head_ += ": ";
+      head_ += value;
+      head_ += "\r\n";
+    }
+    if (close_after_) {
+      head_ += "Connection: close\r\n";
+    } else if (http_version_ == 10) {
+      head_ += "Connection: keep-alive\r\n";
+    }
+    head_ += "\r\n";
+
+    buffers_.clear();
+    buffers_.push_back(net::buffer(head_));
+    if (method_ != http::verb::head) {
+      if (!out_.body.empty()) buffers_.push_back(net::buffer(out_.body));
+      for (const auto& s : out_.segments) {
+        if (!s.bytes.empty()) buffers_.push_back(net::buffer(s.bytes.data(), s.bytes.size()));
+      }
+    }
+    ArmTimer(core_->options.io_timeout);
+    net::async_write(socket_, buffers_, [self = shared_from_this()](error_code ec, size_t) { self->OnWritten(ec); });
+  }
+
+  void OnWritten(error_code ec) {
+    writing_ = false;
+    out_ = HttpResponse();
+    buffers_.clear();
+    if (closed_) return;
+    if (ec) return Close();
+    in_flight_ = false;
+    cancel_.reset();
+    // On shutdown the client has read what it sent for: close at once rather than linger.
+    if (shutting_down_) return Close();
+    if (close_after_) return BeginLingeringClose();
+    if (watching_) return ArmTimer(core_->options.io_timeout);  // the watch becomes the wait for the next request
+    ReadRequest();
+  }
+
+  void BeginLingeringClose() {
+    draining_ = true;
+    error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    buffer_.clear();
+    ArmTimer(std::min<std::chrono::milliseconds>(kLingerOnClose, core_->options.io_timeout));
+    WatchSocket();
+  }
+
+  // One deadline for whatever the connection waits for now; when it passes, the connection closes.
+  void ArmTimer(std::chrono::milliseconds timeout) {
+    timer_.expires_after(timeout);
+    timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (ec || self->closed_) return;
+      // A wait that completed just before the timer was re-armed must not close the connection.
+      if (self->timer_.expiry() > net::steady_timer::clock_type::now()) return;
+      self->Close();
+    });
+  }
+
+  void DisarmTimer() { timer_.expires_at(net::steady_timer::time_point::max()); }
+
+ private:
+  const std::shared_ptr<ServerCore> core_;  // first: the socket and timer need its io_context
+  tcp::socket socket_;
+  net::steady_timer timer_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<IncomingBody>> parser_;
+  SteadyTime arrival_;
+
+  // The request in flight and its answer.
+  bool in_flight_ = false;
+  bool keep_alive_ = true;
+  unsigned http_version_ = 11;
+  http::verb method_ = http::verb::unknown;
+  std::shared_ptr<CancelToken> cancel_;
+  bool writing_ = false;
+  bool close_after_ = false;
+  std::string head_;
+  HttpResponse out_;
+  std::vector<net::const_buffer> buffers_;
+
+  bool watching_ = false;
+  bool draining_ = false;
+  bool shutting_down_ = false;
+  bool closed_ = false;
+};
+
+// The shared state behind HttpResponder copies.
+class PendingReply {
+ public:
+  explicit PendingReply(std::shared_ptr<Connection> connection) : connection_(std::move(connection)) {}
+  ~PendingReply() {
+    if (answered_.exchange(true)) return;
+    Post([](Connection& c) { c.Reply(PlainError(500, "the request was dropped without an answer")); });
+  }
+
+  static HttpResponder MakeResponder(std::shared_ptr<PendingReply> reply) { return HttpResponder(std::move(reply)); }
+
+  void Send(HttpResponse response) {
+    if (answered_.exchange(true)) return;
+    Post([response = std::move(response)](Connection& c) mutable { c.Reply(std::move(response)); });
+  }
+
+  void SendBuilt(std::function<HttpResponse()> build) {
+    if (answered_.exchange(true)) return;
+    Post([build = std::move(build)](Connection& c) {
+      HttpResponse response;
+      try {
+        response = build();
+      } catch (const std::exception& e) {
+        WEFT_LOG(Error) << "building an HTTP response threw: " << e.what();
+        response = PlainError(500, "internal error while encoding the response");
+      }
+      c.Reply(std::move(response));
+    });
+  }
+
+ private:
+  template <typename F>
+  void Post(F fn) {
+    ServerCore& core = connection_->core();
+    std::lock_guard lock(core.mu);
+    if (!core.running) return;  // the server is stopping: nobody would write the answer
+    net::post(connection_->executor(), [c = connection_, fn = std::move(fn)]() mutable { fn(*c); });
+  }
+
+  std::shared_ptr<Connection> connection_;
+  std::atomic<bool> answered_{false};
+};
+
+void Connection::Dispatch() {
+  DisarmTimer();
+  auto message = parser_->release();
+  parser_.reset();
+  keep_alive_ = message.keep_alive();
+  http_version_ = message.version();
+  method_ = message.method();
+
+  HttpRequest request;
+  request.method = message.method();
+  request.target = std::string(message.target());
+  request.body = std::make_shared<const RequestBody>(std::move(message.body().body));
+  request.headers = std::move(static_cast<http::fields&>(message));
+  cancel_ = std::make_shared<CancelToken>();
+  request.cancel = cancel_;
+  request.arrival = arrival_;
+  in_flight_ = true;
+  WatchSocket();
+
+  HttpResponder responder = PendingReply::MakeResponder(std::make_shared<PendingReply>(shared_from_this()));
+  try {
+    core_->handler->Handle(std::move(request), std::move(responder));
+  } catch (const std::exception& e) {
+    // The responder was destroyed on the way out, which answers 500 unless the handler answered already.
+    WEFT_LOG(Error) << "HTTP handler threw: " << e.what();
+  } catch (...) {
+    WEFT_LOG(Error) << "HTTP handler threw a non-standard exception";
+  }
+}
+
+}  // namespace internal
+
+void HttpResponder::Send(HttpResponse response) const { reply_->Send(std::move(response)); }
+
+void HttpResponder::SendBuilt(std::function<HttpResponse()> build) const { reply_->SendBuilt(std::move(build)); }
+
+std::string_view HttpRequest::path() const {
+  std::string_view t = target;
+  return t.substr(0, t.find('?'));
+}
+
+std::string_view HttpRequest::header(std::string_view name) const {
+  auto it = headers.find(name);
+  return it == headers.end() ? std::string_view() : std::string_view(it->value());
+}
+
+namespace {
+
+void RunIoThread(internal::ServerCore* core) {
+  for (;;) {
+    try {
+      core->ioc.run();
+      return;
+    } catch (const std::exception& e) {
+      WEFT_LOG(Error) << "HTTP I/O thread caught: " << e.what();
+    }
+  }
+}
+
+void Accept(internal::ServerCore* core) {
+  core->acceptor.async_accept(net::make_strand(core->ioc), [core](error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted) return;
+    std::shared_ptr<internal::Connection> connection;
+    {
+      std::lock_guard lock(core->mu);
+      if (!core->running || core->stopping) return;
+      if (!ec) {
+        error_code ignored;
+        // Responses go out in one gather write; a small one must not wait for Nagle.
+        socket.set_option(tcp::no_delay(true), ignored);
+        connection = std::make_shared<internal::Connection>(core->shared_from_this(), std::move(socket));
+        core->connections.emplace(connection.get(), connection);
+        ++core->open_connections;
+      }
+    }
+    if (ec) {
+      WEFT_LOG(Warning) << "accepting an HTTP connection failed: " << ec.message();
+    } else {
+      connection->Start();
+    }
+    Accept(core);
+  });
+}
+
+}  // namespace
+
+HttpServer::HttpServer(Options options, HttpHandler* handler)
+    : options_(std::move(options)), core_(std::make_shared<internal::ServerCore>(options_, handler)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Status HttpServer::Start() {
+  if (started_) return Internal("HttpServer::Start called twice");
+  error_code ec;
+  auto address = net::ip::make_address(options_.address, ec);
+  if (ec) return InvalidArgument("invalid listen address '" + options_.address + "': " + ec.message());
+  tcp::endpoint endpoint(address, options_.port);
+  std::string where = options_.address + ":" + std::to_string(options_.port);
+  tcp::acceptor& acceptor = core_->acceptor;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    acceptor.close(ec);
+    return Unavailable("cannot listen on " + where + ": " + ec.message());
+  }
+  port_ = acceptor.local_endpoint(ec).port();
+  {
+    std::lock_guard lock(core_->mu);
+    core_->running = true;
+  }
+  started_ = true;
+  Accept(core_.get());
+  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
+    threads_.emplace_back([core = core_.get()] { RunIoThread(core); });
+  }
+  WEFT_LOG(Info) << "HTTP server listening on " << options_.address << ":" << port_;
+  return Status::Ok();
+}
+
+void HttpServer::Stop() {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  auto live_connections = [&] {
+    std::vector<std::shared_ptr<internal::Connection>> live;
+    for (auto& [_, weak] : core_->connections) {
+      if (auto c = weak.lock()) live.push_back(std::move(c));
+    }
+    return live;
+  };
+  // First drain: no new connections; idle ones close now, busy ones after their answer.
+  std::vector<std::shared_ptr<internal::Connection>> live;
+  {
+    std::lock_guard lock(core_->mu);
+    core_->stopping = true;
+    live = live_connections();
+  }
+  net::post(core_->acceptor.get_executor(), [core = core_.get()] {
+    error_code ec;
+    core->acceptor.close(ec);
+  });
+  for (auto& c : live) net::post(c->executor(), [c] { c->BeginShutdown(); });
+  live.clear();
+  // Then close what is left; answers that come later are dropped.
+  {
+    std::unique_lock lock(core_->mu);
+    core_->drained.wait_for(lock, options_.drain_timeout, [&] { return core_->open_connections == 0; });
+    core_->running = false;
+    live = live_connections();
+  }
+  for (auto& c : live) net::post(c->executor(), [c] { c->Close(); });
+  live.clear();
+  // The threads return once every connection has finished closing.
+  core_->work.reset();
+  threads_.clear();
+}
+
+}  // namespace weft

@@ -1,0 +1,389 @@
+#include "frontend/http/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "frontend/http/testing/http_test_client.h"
+
+namespace weft {
+namespace {
+
+namespace http = boost::beast::http;
+using testing::HttpTestClient;
+using testing::TestResponse;
+using namespace std::chrono_literals;
+
+// Answers by path: /echo with facts about the request, /later from another thread, /hold keeps the responder
+// until the test releases it, /drop never answers, /throw throws.
+class FakeHandler : public HttpHandler {
+ public:
+  void Handle(HttpRequest request, HttpResponder responder) override {
+    std::string_view path = request.path();
+    if (path == "/echo") {
+      HttpResponse r;
+      r.content_type = "text/plain";
+      const auto* data = request.body->data();
+      std::string offset_header(request.header("Inference-Header-Content-Length"));
+      size_t anchor = offset_header.empty() ? 0 : std::stoul(offset_header);
+      r.headers.emplace_back("X-Anchor-Aligned",
+                             reinterpret_cast<uintptr_t>(data + anchor) % kRequestBodyAlignment == 0 ? "1" : "0");
+      r.headers.emplace_back("X-Method", std::string(http::to_string(request.method)));
+      r.body = std::string(request.body->view());
+      return responder.Send(std::move(r));
+    }
+    if (path == "/later") {
+      threads_.emplace_back([responder] {
+        std::this_thread::sleep_for(20ms);
+        responder.SendBuilt([] {
+          HttpResponse r;
+          r.body = "built later";
+          return r;
+        });
+      });
+      return;
+    }
+    if (path == "/segments") {
+      HttpResponse r;
+      r.body = "head:";
+      auto tail = std::make_shared<std::string>("tail");
+      r.segments.push_back({tail, std::as_bytes(std::span(tail->data(), tail->size()))});
+      return responder.Send(std::move(r));
+    }
+    if (path == "/hold") {
+      std::lock_guard lock(mu_);
+      held_.push_back({std::move(responder), request.cancel});
+      cv_.notify_all();
+      return;
+    }
+    if (path == "/drop") return;
+    if (path == "/throw") throw std::runtime_error("handler failure");
+    HttpResponse r;
+    r.status = 404;
+    responder.Send(std::move(r));
+  }
+
+  // Waits until `n` requests are held; returns the cancel token of the last.
+  std::shared_ptr<CancelToken> WaitHeld(size_t n) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, 10s, [&] { return held_.size() >= n; });
+    return held_.size() >= n ? held_[n - 1].second : nullptr;
+  }
+  void ReleaseHeld(unsigned status) {
+    std::lock_guard lock(mu_);
+    for (auto& [responder, cancel] : held_) {
+      HttpResponse r;
+      r.status = status;
+      responder.Send(std::move(r));
+    }
+    held_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::pair<HttpResponder, std::shared_ptr<CancelToken>>> held_;
+  std::vector<std::jthread> threads_;
+};
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void StartServer(HttpServer::Options options = {}) {
+    options.address = "127.0.0.1";
+    server_ = std::make_unique<HttpServer>(options, &handler_);
+    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_NE(server_->port(), 0);
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    handler_.ReleaseHeld(200);
+  }
+  // The server still answers a good request on a fresh connection.
+  void ExpectHealthy() {
+    TestResponse r = testing::FetchOnce(server_->port(), http::verb::post, "/echo", "still here");
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, "still here");
+  }
+
+  FakeHandler handler_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  for (int i = 0; i < 3; ++i) {
+    TestResponse r = client.Post("/echo", "body " + std::to_string(i));
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, "body " + std::to_string(i));
+    EXPECT_TRUE(r.keep_alive);
+    EXPECT_EQ(r.header("Content-Type"), "text/plain");
+  }
+  TestResponse get = client.Get("/echo");
+  ASSERT_TRUE(get.ok()) << get.error;
+  EXPECT_EQ(get.header("X-Method"), "GET");
+  EXPECT_EQ(get.body, "");
+}
+
+TEST_F(HttpServerTest, AnswersFromAnotherThreadAndWithSegments) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  TestResponse later = client.Get("/later");
+  ASSERT_TRUE(later.ok()) << later.error;
+  EXPECT_EQ(later.body, "built later");
+  TestResponse segments = client.Get("/segments");
+  ASSERT_TRUE(segments.ok()) << segments.error;
+  EXPECT_EQ(segments.body, "head:tail");
+}
+
+TEST_F(HttpServerTest, PipelinedRequestIsAnsweredAfterTheFirst) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  std::string one = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none";
+  std::string two = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\ntwo";
+  ASSERT_EQ(client.WriteRaw(one + two), "");
+  TestResponse first = client.ReadResponse();
+  TestResponse second = client.ReadResponse();
+  ASSERT_TRUE(first.ok() && second.ok()) << first.error << second.error;
+  EXPECT_EQ(first.body, "one");
+  EXPECT_EQ(second.body, "two");
+}
+
+TEST_F(HttpServerTest, BinaryOffsetOfTheBodyIsAligned) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  for (int anchor : {0, 1, 7, 63, 64, 100}) {
+    std::string body(200, 'x');
+    TestResponse r = client.Post("/echo", body, {{"Inference-Header-Content-Length", std::to_string(anchor)}});
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.header("X-Anchor-Aligned"), "1") << anchor;
+    EXPECT_EQ(r.body, body);
+  }
+}
+
+TEST_F(HttpServerTest, ChunkedBodyIsAssembled) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  ASSERT_EQ(client.WriteRaw("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                            "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"),
+            "");
+  TestResponse r = client.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.body, "hello world");
+}
+
+TEST_F(HttpServerTest, ExpectContinueGetsAnInterimResponse) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  ASSERT_EQ(client.WriteRaw("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n"), "");
+  TestResponse interim = client.ReadResponse();
+  ASSERT_TRUE(interim.ok()) << interim.error;
+  EXPECT_EQ(interim.status, 100u);
+  ASSERT_EQ(client.WriteRaw("data"), "");
+  TestResponse r = client.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.body, "data");
+}
+
+TEST_F(HttpServerTest, OversizedBodyGets413AndTheConnectionCloses) {
+  HttpServer::Options options;
+  options.max_body_bytes = 1000;
+  StartServer(options);
+  {
+    HttpTestClient client(server_->port());
+    ASSERT_EQ(
+        client.WriteRaw("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + std::string(2000, 'a')), "");
+    TestResponse r = client.ReadResponse();
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.status, 413u);
+    EXPECT_NE(r.body.find("\"error\""), std::string::npos);
+    EXPECT_FALSE(r.keep_alive);
+    EXPECT_TRUE(client.WaitForClose());
+  }
+  {
+    HttpTestClient client(server_->port());
+    std::string chunk(600, 'b');
+    ASSERT_EQ(client.WriteRaw("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n" + chunk +
+                              "\r\n258\r\n" + chunk + "\r\n0\r\n\r\n"),
+              "");
+    TestResponse r = client.ReadResponse();
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.status, 413u);
+  }
+  // Exactly at the limit is fine.
+  TestResponse r = testing::FetchOnce(server_->port(), http::verb::post, "/echo", std::string(1000, 'c'));
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.status, 200u);
+}
+
+TEST_F(HttpServerTest, MalformedRequestGets400) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  ASSERT_EQ(client.WriteRaw("THIS IS NOT HTTP\r\n\r\n"), "");
+  TestResponse r = client.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_TRUE(client.WaitForClose());
+  ExpectHealthy();
+}
+
+TEST_F(HttpServerTest, OversizedHeaderGets431) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  ASSERT_EQ(client.WriteRaw("GET /echo HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'h') + "\r\n\r\n"), "");
+  TestResponse r = client.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.status, 431u);
+  ExpectHealthy();
+}
+
+TEST_F(HttpServerTest, ClientLeavingMidBodyJustGoesAway) {
+  StartServer();
+  for (int i = 0; i < 5; ++i) {
+    HttpTestClient client(server_->port());
+    ASSERT_EQ(
+        client.WriteRaw("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + std::string(500, 'z')),
+        "");
+    client.Close();
+  }
+  ExpectHealthy();
+}
+
+TEST_F(HttpServerTest, DisconnectWhileInFlightCancelsTheRequest) {
+  StartServer();
+  std::shared_ptr<CancelToken> cancel;
+  {
+    HttpTestClient client(server_->port());
+    ASSERT_EQ(client.WriteRaw("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n"), "");
+    cancel = handler_.WaitHeld(1);
+    ASSERT_NE(cancel, nullptr);
+    EXPECT_FALSE(cancel->cancelled());
+  }
+  for (int i = 0; i < 500 && !cancel->cancelled(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(cancel->cancelled());
+  handler_.ReleaseHeld(200);  // an answer for a client that left is dropped
+  ExpectHealthy();
+}
+
+TEST_F(HttpServerTest, HeldRequestIsAnsweredWhenReleased) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  ASSERT_EQ(client.WriteRaw("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n"), "");
+  auto cancel = handler_.WaitHeld(1);
+  handler_.ReleaseHeld(202);
+  TestResponse r = client.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.status, 202u);
+  EXPECT_FALSE(cancel->cancelled());
+  // The watch that ran while the request was in flight now waits for the next request.
+  TestResponse next = client.Post("/echo", "next");
+  ASSERT_TRUE(next.ok()) << next.error;
+  EXPECT_EQ(next.body, "next");
+}
+
+TEST_F(HttpServerTest, DroppedAndThrowingHandlersAnswer500) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  TestResponse dropped = client.Get("/drop");
+  ASSERT_TRUE(dropped.ok()) << dropped.error;
+  EXPECT_EQ(dropped.status, 500u);
+  HttpTestClient other(server_->port());
+  TestResponse thrown = other.Get("/throw");
+  ASSERT_TRUE(thrown.ok()) << thrown.error;
+  EXPECT_EQ(thrown.status, 500u);
+  ExpectHealthy();
+}
+
+TEST_F(HttpServerTest, Http10WithoutKeepAliveCloses) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  ASSERT_EQ(client.WriteRaw("GET /echo HTTP/1.0\r\n\r\n"), "");
+  TestResponse r = client.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_TRUE(client.WaitForClose());
+}
+
+TEST_F(HttpServerTest, IdleConnectionTimesOut) {
+  HttpServer::Options options;
+  options.io_timeout = 200ms;
+  StartServer(options);
+  HttpTestClient client(server_->port(), 5s);
+  TestResponse r = client.Get("/echo");
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_TRUE(client.WaitForClose());
+}
+
+TEST_F(HttpServerTest, StopWaitsForTheAnswerInFlight) {
+  StartServer();
+  HttpTestClient idle(server_->port());
+  ASSERT_TRUE(idle.Get("/echo").ok());
+  HttpTestClient client(server_->port());
+  ASSERT_EQ(client.WriteRaw("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n"), "");
+  auto cancel = handler_.WaitHeld(1);
+  ASSERT_NE(cancel, nullptr);
+  std::jthread stopper([&] { server_->Stop(); });
+  EXPECT_TRUE(idle.WaitForClose());  // idle connections close at once
+  handler_.ReleaseHeld(201);
+  TestResponse r = client.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.status, 201u);
+  EXPECT_FALSE(r.keep_alive);
+  EXPECT_FALSE(cancel->cancelled());
+  stopper.join();
+  EXPECT_TRUE(client.WaitForClose());
+}
+
+TEST_F(HttpServerTest, StopWithARequestInFlightReturnsAndLaterAnswersAreDropped) {
+  HttpServer::Options options;
+  options.drain_timeout = 100ms;
+  StartServer(options);
+  HttpTestClient client(server_->port());
+  ASSERT_EQ(client.WriteRaw("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n"), "");
+  auto cancel = handler_.WaitHeld(1);
+  ASSERT_NE(cancel, nullptr);
+  server_->Stop();
+  EXPECT_TRUE(cancel->cancelled());
+  handler_.ReleaseHeld(200);
+  server_.reset();
+}
+
+TEST_F(HttpServerTest, StartFailsOnABadAddressOrABusyPort) {
+  HttpServer::Options bad;
+  bad.address = "not-an-address";
+  HttpServer server(bad, &handler_);
+  EXPECT_EQ(server.Start().code(), StatusCode::kInvalidArgument);
+
+  StartServer();
+  HttpServer::Options busy;
+  busy.address = "127.0.0.1";
+  busy.port = server_->port();
+  HttpServer second(busy, &handler_);
+  EXPECT_EQ(second.Start().code(), StatusCode::kUnavailable);
+}
+
+TEST(RequestBodyTest, GrowsKeepsAnchorAlignedAndPadded) {
+  RequestBody body;
+  body.Prepare(0, 13);
+  std::string expected;
+  for (int i = 0; i < 1000; ++i) {
+    char c = static_cast<char>('a' + i % 26);
+    *body.Append(1) = static_cast<std::byte>(c);
+    expected += c;
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(body.data() + 13) % kRequestBodyAlignment, 0u);
+  }
+  EXPECT_EQ(body.view(), expected);
+  RequestBody moved = std::move(body);
+  EXPECT_EQ(moved.view(), expected);
+  EXPECT_EQ(body.size(), 0u);  // NOLINT(bugprone-use-after-move): a moved-from body is empty
+  EXPECT_NE(body.data(), nullptr);
+}
+
+}  // namespace
+}  // namespace weft

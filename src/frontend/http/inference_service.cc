@@ -1,0 +1,374 @@
+#include "frontend/http/inference_service.h"
+
+#include <charconv>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "frontend/http/infer_codec.h"
+#include "frontend/http/json_writer.h"
+#include "frontend/http/status_mapping.h"
+
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "unknown"
+#endif
+
+namespace weft {
+
+namespace http = boost::beast::http;
+using Endpoint = InferenceService::Endpoint;
+
+namespace {
+
+constexpr const char* kRequestsHelp = "HTTP requests answered, by endpoint and status class.";
+constexpr std::string_view kEndpointNames[] = {"health",       "server_metadata", "model_metadata", "model_ready",
+                                               "model_config", "infer",           "unknown"};
+static_assert(std::size(kEndpointNames) == InferenceService::kEndpointCount);
+
+// %XX escapes in one path segment; a malformed escape stays as it is.
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned value = 0;
+    if (s[i] == '%' && i + 2 < s.size()) {
+      auto [end, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16);
+      if (ec == std::errc() && end == s.data() + i + 3) {
+        out.push_back(static_cast<char>(value));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+std::vector<std::string> SplitPath(std::string_view path) {
+  std::vector<std::string> segments;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    if (end > start) segments.push_back(PercentDecode(path.substr(start, end - start)));
+    start = end + 1;
+  }
+  return segments;
+}
+
+// A route of the protocol: what it is, which method it takes, and the model and version it names.
+struct Route {
+  Endpoint endpoint = Endpoint::kUnknown;
+  http::verb method = http::verb::get;
+  std::string model;
+  int64_t version = 0;        // 0 = not given: the highest ready version
+  bool server_ready = false;  // for kHealth: /ready rather than /live
+};
+
+std::optional<int64_t> ParseVersion(std::string_view s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+// nullopt = no such route (404).
+std::optional<Route> MatchRoute(std::string_view path) {
+  std::vector<std::string> s = SplitPath(path);
+  if (s.empty() || s[0] != "v2") return std::nullopt;
+  Route route;
+  if (s.size() == 1) {
+    route.endpoint = Endpoint::kServerMetadata;
+    return route;
+  }
+  if (s[1] == "health" && s.size() == 3 && (s[2] == "live" || s[2] == "ready")) {
+    route.endpoint = Endpoint::kHealth;
+    route.server_ready = s[2] == "ready";
+    return route;
+  }
+  if (s[1] != "models" || s.size() < 3) return std::nullopt;
+  route.model = s[2];
+  size_t next = 3;
+  if (s.size() >= 5 && s[3] == "versions") {
+    std::optional<int64_t> version = ParseVersion(s[4]);
+    if (!version) return std::nullopt;  // the protocol's versions are numbers: anything else names no route
+    route.version = *version;
+    next = 5;
+  }
+  if (s.size() == next) {
+    route.endpoint = Endpoint::kModelMetadata;
+  } else if (s.size() == next + 1 && s[next] == "ready") {
+    route.endpoint = Endpoint::kModelReady;
+  } else if (s.size() == next + 1 && s[next] == "config") {
+    route.endpoint = Endpoint::kModelConfig;
+  } else if (s.size() == next + 1 && s[next] == "infer") {
+    route.endpoint = Endpoint::kInfer;
+    route.method = http::verb::post;
+  } else {
+    return std::nullopt;
+  }
+  return route;
+}
+
+HttpResponse JsonResponse(std::string body) {
+  HttpResponse response;
+  response.body = std::move(body);
+  return response;
+}
+
+void WriteTensorMetadata(const ModelConfig& config, const std::vector<TensorConfig>& tensors, JsonWriter* json) {
+  json->BeginArray();
+  for (const TensorConfig& t : tensors) {
+    json->BeginObject();
+    json->Key("name");
+    json->String(t.name);
+    json->Key("datatype");
+    json->String(DataTypeName(t.data_type));
+    json->Key("shape");
+    json->BeginArray();
+    for (int64_t d : FullShape(config, t)) json->Int(d);
+    json->EndArray();
+    json->EndObject();
+  }
+  json->EndArray();
+}
+
+std::string ModelMetadataJson(const ModelConfig& config, const std::vector<int64_t>& versions) {
+  std::string body;
+  JsonWriter json(&body);
+  json.BeginObject();
+  json.Key("name");
+  json.String(config.name);
+  json.Key("versions");
+  json.BeginArray();
+  for (int64_t v : versions) json.String(std::to_string(v));
+  json.EndArray();
+  json.Key("platform");
+  json.String(config.platform.empty() ? config.backend : config.platform);
+  json.Key("inputs");
+  WriteTensorMetadata(config, config.inputs, &json);
+  json.Key("outputs");
+  WriteTensorMetadata(config, config.outputs, &json);
+  json.EndObject();
+  return body;
+}
+
+// The repository renders ModelConfig::json; a config built in code may lack it, so the basics are rendered here.
+std::string ModelConfigJson(const ModelConfig& config) {
+  if (!config.json.empty()) return config.json;
+  std::string body;
+  JsonWriter json(&body);
+  json.BeginObject();
+  json.Key("name");
+  json.String(config.name);
+  json.Key("platform");
+  json.String(config.platform);
+  json.Key("backend");
+  json.String(config.backend);
+  json.Key("max_batch_size");
+  json.Int(config.max_batch_size);
+  for (const auto* field : {"input", "output"}) {
+    json.Key(field);
+    json.BeginArray();
+    for (const TensorConfig& t : std::string_view(field) == "input" ? config.inputs : config.outputs) {
+      json.BeginObject();
+      json.Key("name");
+      json.String(t.name);
+      json.Key("data_type");
+      json.String(DataTypeConfigName(t.data_type));
+      json.Key("dims");
+      json.BeginArray();
+      for (int64_t d : t.dims) json.Int(d);
+      json.EndArray();
+      json.EndObject();
+    }
+    json.EndArray();
+  }
+  json.EndObject();
+  return body;
+}
+
+// The binary tensor data extension's header: the JSON's length in the body. nullopt when absent.
+Result<std::optional<size_t>> JsonSizeHeader(const HttpRequest& request) {
+  std::string_view text = request.header("Inference-Header-Content-Length");
+  if (text.empty()) return std::optional<size_t>();
+  size_t size = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return InvalidArgument("Inference-Header-Content-Length must be a non-negative integer, got '" + std::string(text) +
+                           "'");
+  }
+  return std::optional<size_t>(size);
+}
+
+HttpResponse InferResponseToHttp(const Result<InferenceResponse>& result, const OutputFormat& format) {
+  if (!result.ok()) return ErrorResponse(result.status());
+  Result<EncodedInferResponse> encoded = EncodeInferResponse(*result, format);
+  if (!encoded.ok()) return ErrorResponse(encoded.status());
+  HttpResponse response;
+  if (!encoded->binary.empty()) {
+    response.content_type = "application/octet-stream";
+    response.headers.emplace_back("Inference-Header-Content-Length", std::to_string(encoded->json.size()));
+    for (const Tensor& t : encoded->binary) response.segments.push_back({t.owner(), t.bytes()});
+  }
+  response.body = std::move(encoded->json);
+  return response;
+}
+
+}  // namespace
+
+InferenceService::InferenceService(Engine* engine, MetricsRegistry* metrics)
+    : InferenceService(engine, metrics, Options()) {}
+
+InferenceService::InferenceService(Engine* engine, MetricsRegistry* metrics, Options options)
+    : engine_(engine), options_(std::move(options)) {
+  static constexpr const char* kClasses[] = {"2xx", "4xx", "5xx"};
+  for (size_t e = 0; e < kEndpointCount; ++e) {
+    for (size_t c = 0; c < 3; ++c) {
+      counters_[e][c] = metrics->GetCounter("weft_http_requests_total", kRequestsHelp,
+                                            {{"endpoint", std::string(kEndpointNames[e])}, {"code", kClasses[c]}});
+    }
+  }
+}
+
+namespace {
+
+// Counts the response under its endpoint and status class, then sends it.
+void Answer(const std::array<Counter*, 3>& counters, const HttpResponder& responder, HttpResponse response) {
+  counters[response.status < 400 ? 0 : response.status < 500 ? 1 : 2]->Increment();
+  responder.Send(std::move(response));
+}
+
+}  // namespace
+
+void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
+  std::optional<Route> route = MatchRoute(request.path());
+  if (!route) {
+    return Answer(counters_[static_cast<size_t>(Endpoint::kUnknown)], responder,
+                  ErrorResponse(404, "not found: no route for " + std::string(request.path())));
+  }
+  const auto& counters = counters_[static_cast<size_t>(route->endpoint)];
+  if (request.method != route->method) {
+    const char* allowed = route->method == http::verb::post ? "POST" : "GET";
+    HttpResponse response = ErrorResponse(405, std::string("method not allowed: use ") + allowed);
+    response.headers.emplace_back("Allow", allowed);
+    return Answer(counters, responder, std::move(response));
+  }
+
+  switch (route->endpoint) {
+    case Endpoint::kHealth: {
+      std::string body;
+      JsonWriter json(&body);
+      json.BeginObject();
+      if (!route->server_ready) {
+        json.Key("live");
+        json.Bool(true);
+        json.EndObject();
+        return Answer(counters, responder, JsonResponse(std::move(body)));
+      }
+      if (engine_->Ready()) {
+        json.Key("ready");
+        json.Bool(true);
+        json.EndObject();
+        return Answer(counters, responder, JsonResponse(std::move(body)));
+      }
+      std::string reasons;
+      for (const ModelState& s : engine_->States()) {
+        if (s.ready) continue;
+        reasons += (reasons.empty() ? "" : "; ") + ("model '" + s.name + "'") +
+                   (s.version ? " version " + std::to_string(s.version) : "") + ": " + s.reason;
+      }
+      return Answer(counters, responder, ErrorResponse(Unavailable("not ready: " + reasons)));
+    }
+
+    case Endpoint::kServerMetadata: {
+      std::string body;
+      JsonWriter json(&body);
+      json.BeginObject();
+      json.Key("name");
+      json.String(options_.server_name);
+      json.Key("version");
+      json.String(options_.server_version.empty() ? WEFT_VERSION : options_.server_version);
+      json.Key("extensions");
+      json.BeginArray();
+      for (const char* e : {"binary_tensor_data", "model_configuration", "parameters"}) json.String(e);
+      json.EndArray();
+      json.EndObject();
+      return Answer(counters, responder, JsonResponse(std::move(body)));
+    }
+
+    case Endpoint::kModelMetadata:
+    case Endpoint::kModelConfig: {
+      // A specific version must exist; its metadata is served even when it failed to load.
+      std::optional<ModelConfig> config;
+      if (route->version != 0) {
+        auto version = engine_->FindVersion(route->model, route->version);
+        if (!version.ok() && version.status().code() == StatusCode::kNotFound) {
+          return Answer(counters, responder, ErrorResponse(version.status()));
+        }
+        if (version.ok()) config = (*version)->config;
+      }
+      if (!config) {
+        Result<ModelConfig> found = engine_->FindConfig(route->model);
+        if (!found.ok()) return Answer(counters, responder, ErrorResponse(found.status()));
+        config = std::move(found).value();
+      }
+      std::string body = route->endpoint == Endpoint::kModelConfig
+                             ? ModelConfigJson(*config)
+                             : ModelMetadataJson(*config, engine_->ReadyVersions(route->model));
+      return Answer(counters, responder, JsonResponse(std::move(body)));
+    }
+
+    case Endpoint::kModelReady: {
+      auto version = engine_->FindVersion(route->model, route->version);
+      if (!version.ok()) return Answer(counters, responder, ErrorResponse(version.status()));
+      std::string body;
+      JsonWriter json(&body);
+      json.BeginObject();
+      json.Key("name");
+      json.String(route->model);
+      json.Key("ready");
+      json.Bool(true);
+      json.EndObject();
+      return Answer(counters, responder, JsonResponse(std::move(body)));
+    }
+
+    case Endpoint::kInfer: break;
+    case Endpoint::kUnknown: return;  // not produced by MatchRoute
+  }
+
+  // Inference.
+  std::string_view encoding = request.header("Content-Encoding");
+  if (!encoding.empty() && encoding != "identity") {
+    return Answer(counters, responder,
+                  ErrorResponse(Unimplemented("Content-Encoding '" + std::string(encoding) + "' is not supported")));
+  }
+  Result<std::optional<size_t>> json_size = JsonSizeHeader(request);
+  if (!json_size.ok()) return Answer(counters, responder, ErrorResponse(json_size.status()));
+  InferBody body{request.body->bytes(), request.body, *json_size};
+
+  auto decode = [&]() -> Result<DecodedInferRequest> {
+    if (*json_size != size_t{0}) return DecodeInferRequest(body, request.arrival);
+    // The raw binary form: the model's config says what the body is.
+    WEFT_ASSIGN_OR_RETURN(auto version, engine_->FindVersion(route->model, route->version));
+    return DecodeRawInferRequest(body, version->config, request.arrival);
+  };
+  Result<DecodedInferRequest> decoded = decode();
+  if (!decoded.ok()) return Answer(counters, responder, ErrorResponse(decoded.status()));
+
+  std::unique_ptr<InferenceRequest> infer = std::move(decoded->request);
+  infer->model_name = route->model;
+  infer->model_version = route->version;
+  infer->cancel = request.cancel;
+  engine_->Submit(std::move(infer),
+                  [responder, counters, format = std::move(decoded->output_format)](Result<InferenceResponse> result) {
+                    // Encoding waits for the I/O thread, so that the engine's runner goes back to inference at once.
+                    responder.SendBuilt([counters, format, result = std::move(result)] {
+                      HttpResponse response = InferResponseToHttp(result, format);
+                      counters[response.status < 400 ? 0 : response.status < 500 ? 1 : 2]->Increment();
+                      return response;
+                    });
+                  });
+}
+
+}  // namespace weft

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "engine/engine.h"
+#include "frontend/http/http_server.h"
+#include "metrics/metrics.h"
+
+namespace weft {
+
+// The KServe v2 (Open Inference Protocol) HTTP routes on top of the engine:
+//   GET  /v2/health/live, /v2/health/ready, /v2 (server metadata)
+//   GET  /v2/models/{m}[/versions/{v}]            model metadata
+//   GET  /v2/models/{m}[/versions/{v}]/ready      200, or the error that keeps it from serving
+//   GET  /v2/models/{m}[/versions/{v}]/config     the model configuration as JSON
+//   POST /v2/models/{m}[/versions/{v}]/infer      JSON and the binary tensor data extension
+// Errors are {"error": "..."} with the status from HttpStatusFor. Requests run on the engine; this handler never
+// blocks an I/O thread on inference, and the response is encoded on the I/O thread. Thread-safe.
+class InferenceService : public HttpHandler {
+ public:
+  struct Options {
+    std::string server_name = "weft";
+    std::string server_version;  // empty = this build's version
+  };
+
+  // `engine` and `metrics` must outlive the service and every request it started.
+  InferenceService(Engine* engine, MetricsRegistry* metrics);
+  InferenceService(Engine* engine, MetricsRegistry* metrics, Options options);
+
+  void Handle(HttpRequest request, HttpResponder responder) override;
+
+  // What a request is counted under in weft_http_requests_total.
+  enum class Endpoint { kHealth, kServerMetadata, kModelMetadata, kModelReady, kModelConfig, kInfer, kUnknown };
+  static constexpr size_t kEndpointCount = 7;
+
+ private:
+  // One counter per endpoint and status class (2xx, 4xx, 5xx), fetched once: counting takes no lock.
+  using EndpointCounters = std::array<std::array<Counter*, 3>, kEndpointCount>;
+
+  Engine* const engine_;
+  const Options options_;
+  EndpointCounters counters_{};
+};
+
+}  // namespace weft

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace weft {
+
+// Appends JSON text to a string, numbers through std::to_chars (floats in their shortest round-trip form).
+// It validates nothing: the caller makes a well-formed sequence of calls. Thread-compatible.
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::string* out) : out_(out) {}
+
+  void BeginObject() { Open('{'); }
+  void EndObject() { Close('}'); }
+  void BeginArray() { Open('['); }
+  void EndArray() { Close(']'); }
+  void Key(std::string_view key);
+
+  void String(std::string_view value);
+  void Bool(bool value);
+  void Null();
+  void Int(int64_t value);
+  void Uint(uint64_t value);
+  // Non-finite values are written as NaN, Infinity and -Infinity, which is not JSON but is what Triton writes
+  // and what Python's json module reads; JSON has no other spelling for them.
+  void Double(double value);
+  void Float(float value);
+  // A complete JSON value rendered elsewhere (a model's configuration).
+  void Raw(std::string_view json);
+
+ private:
+  void BeforeValue() {
+    if (need_comma_) out_->push_back(',');
+    need_comma_ = true;
+  }
+  void Open(char c) {
+    BeforeValue();
+    out_->push_back(c);
+    need_comma_ = false;
+  }
+  void Close(char c) {
+    out_->push_back(c);
+    need_comma_ = true;
+  }
+
+  std::string* out_;
+  bool need_comma_ = false;
+};
+
+// Appends `value` as a quoted JSON string, escaping quotes, backslashes and control characters. Bytes >= 0x80
+// pass through: the caller makes sure the text is UTF-8.
+void AppendJsonString(std::string* out, std::string_view value);
+
+}  // namespace weft

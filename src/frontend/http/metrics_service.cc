@@ -1,0 +1,29 @@
+#include "frontend/http/metrics_service.h"
+
+#include "frontend/http/status_mapping.h"
+
+namespace weft {
+
+namespace http = boost::beast::http;
+
+MetricsService::MetricsService(MetricsRegistry* metrics)
+    : metrics_(metrics),
+      scrapes_(metrics->GetCounter("weft_http_requests_total", "HTTP requests answered, by endpoint and status class.",
+                                   {{"endpoint", "metrics"}, {"code", "2xx"}})) {}
+
+void MetricsService::Handle(HttpRequest request, HttpResponder responder) {
+  if (request.path() != "/metrics") return responder.Send(ErrorResponse(404, "not found: the metrics are at /metrics"));
+  if (request.method != http::verb::get && request.method != http::verb::head) {
+    HttpResponse response = ErrorResponse(405, "method not allowed: use GET");
+    response.headers.emplace_back("Allow", "GET, HEAD");
+    return responder.Send(std::move(response));
+  }
+  // Counted before rendering, so that a scrape sees itself: the count is of scrapes started.
+  scrapes_->Increment();
+  HttpResponse response;
+  response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  response.body = metrics_->Exposition();
+  responder.Send(std::move(response));
+}
+
+}  // namespace weft

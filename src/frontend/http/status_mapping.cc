@@ -1,0 +1,52 @@
+#include "frontend/http/status_mapping.h"
+
+#include <simdjson.h>
+
+#include "frontend/http/json_writer.h"
+
+namespace weft {
+
+unsigned HttpStatusFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kResourceExhausted: return 429;
+    case StatusCode::kDeadlineExceeded: return 504;
+    case StatusCode::kCancelled: return 499;  // nginx's "client closed request"; rarely seen by the client
+    case StatusCode::kAborted: return 409;
+    case StatusCode::kUnimplemented: return 501;
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+HttpResponse ErrorResponse(unsigned http_status, std::string_view message) {
+  HttpResponse response;
+  response.status = http_status;
+  JsonWriter json(&response.body);
+  json.BeginObject();
+  json.Key("error");
+  if (simdjson::validate_utf8(message.data(), message.size())) {
+    json.String(message);
+  } else {
+    // Messages may quote client input (a model name from the URL); JSON text must stay UTF-8.
+    std::string ascii(message);
+    for (char& c : ascii) {
+      if (static_cast<unsigned char>(c) >= 0x80) c = '?';
+    }
+    json.String(ascii);
+  }
+  json.EndObject();
+  return response;
+}
+
+HttpResponse ErrorResponse(const Status& status) {
+  HttpResponse response = ErrorResponse(HttpStatusFor(status.code()), status.message());
+  // Backpressure: the queue was full now, and a client that waits a moment will likely get in.
+  if (status.code() == StatusCode::kResourceExhausted) response.headers.emplace_back("Retry-After", "1");
+  return response;
+}
+
+}  // namespace weft

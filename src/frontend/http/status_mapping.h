@@ -1,0 +1,17 @@
+#pragma once
+
+#include "base/status.h"
+#include "frontend/http/http_server.h"
+
+namespace weft {
+
+// The HTTP status for an error code: the one place where this frontend maps errors to HTTP.
+unsigned HttpStatusFor(StatusCode code);
+
+// {"error": message} with the mapped status, and Retry-After for 429. Keeps the connection open.
+HttpResponse ErrorResponse(const Status& status);
+
+// {"error": message} with a status that no StatusCode produces (404 for a route, 405, 413).
+HttpResponse ErrorResponse(unsigned http_status, std::string_view message);
+
+}  // namespace weft
