@@ -1,0 +1,224 @@
+#include "loadgen/bench.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "loadgen/http_transport.h"
+#include "loadgen/input_generator.h"
+#include "loadgen/load_worker.h"
+#include "loadgen/model_metadata.h"
+
+namespace weft {
+
+namespace {
+
+using Seconds = std::chrono::duration<double>;
+
+// Metadata requests and the reachability probe: short, so that a wrong URL fails fast.
+constexpr std::chrono::seconds kSetupTimeout{10};
+// Open loop: how far ahead of "now" the schedule starts, so that every io thread is running by the first arrival.
+constexpr std::chrono::milliseconds kOpenLoopLead{5};
+
+std::chrono::nanoseconds ToNanos(Seconds s) { return std::chrono::duration_cast<std::chrono::nanoseconds>(s); }
+
+Status ReplyError(const TransportReply& reply, const HttpUrl& url, const std::string& what) {
+  if (reply.failure != TransportReply::Failure::kNone) {
+    return Unavailable("cannot reach the server at " + url.ToString() + " (" + what + "): " + reply.error);
+  }
+  std::string detail = "GET " + what + " answered HTTP " + std::to_string(reply.status) + ": " + reply.body;
+  return reply.status == 404 ? NotFound(detail) : InvalidArgument(detail);
+}
+
+Result<PreparedRequest> PrepareRequest(const BenchOptions& options, const HttpUrl& url, const Transport& transport) {
+  std::string model_path = ModelPath(url.base_path, options.model, options.model_version);
+  auto timeout = std::min<std::chrono::nanoseconds>(kSetupTimeout, ToNanos(options.request_timeout));
+  auto get = [&](std::string target) {
+    PreparedRequest request;
+    request.method = "GET";
+    request.target = std::move(target);
+    return ExchangeOnce(transport, request, timeout);
+  };
+
+  if (!options.input_data_path.empty()) {
+    std::ifstream file(options.input_data_path, std::ios::binary);
+    if (!file) return InvalidArgument("cannot read --input-data " + options.input_data_path);
+    std::ostringstream text;
+    text << file.rdbuf();
+    Result<PreparedRequest> request = RawInferRequest(model_path, std::move(text).str());
+    if (!request.ok()) return request.status().WithContext(options.input_data_path);
+    // Any answer will do: the model is not looked up, as a file aimed at a missing model is a valid test.
+    TransportReply live = get(url.base_path + "/v2/health/live");
+    if (live.failure != TransportReply::Failure::kNone) return ReplyError(live, url, "/v2/health/live");
+    return request;
+  }
+
+  TransportReply metadata_reply = get(model_path);
+  if (metadata_reply.failure != TransportReply::Failure::kNone || metadata_reply.status != 200) {
+    return ReplyError(metadata_reply, url, model_path);
+  }
+  Result<ModelMetadata> metadata = ParseModelMetadata(metadata_reply.body);
+  if (!metadata.ok()) return metadata.status().WithContext("GET " + model_path);
+  if (metadata->name.empty()) metadata->name = options.model;
+
+  InputGenerationOptions generation{.batch_size = options.batch_size,
+                                    .shapes = options.shapes,
+                                    .string_length = options.string_length,
+                                    .seed = options.seed};
+  // The configuration tells a batch dim from another variable dim; a server without the model_configuration
+  // extension leaves the metadata's leading -1 to say it.
+  TransportReply config_reply = get(model_path + "/config");
+  if (config_reply.failure == TransportReply::Failure::kNone && config_reply.status == 200) {
+    Result<int64_t> max_batch_size = ParseMaxBatchSize(config_reply.body);
+    if (max_batch_size.ok()) generation.max_batch_size = *max_batch_size;
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<GeneratedInput> inputs, GenerateInputs(*metadata, generation));
+  return BuildInferRequest(model_path, inputs,
+                           InferRequestOptions{.binary = options.binary,
+                                               .priority = options.priority,
+                                               .timeout_us = options.timeout_us,
+                                               .parameters = options.parameters});
+}
+
+// Splits `total` over `parts` as evenly as possible; part i gets the remainder's extra one first.
+int Share(int total, int parts, int i) { return total / parts + (i < total % parts ? 1 : 0); }
+
+std::vector<WorkerPlan> PlanWorkers(const BenchOptions& o, SteadyTime start, RequestBudget* budget,
+                                    ProgressCounters* progress) {
+  int connections = o.mode == LoadMode::kClosedLoop ? o.concurrency : o.max_connections;
+  int workers = std::min(o.threads, connections);
+  SteadyTime record_from = start + ToNanos(o.warmup);
+  std::vector<WorkerPlan> plans;
+  for (int i = 0; i < workers; ++i) {
+    WorkerPlan plan;
+    plan.mode = o.mode;
+    plan.connections = Share(connections, workers, i);
+    // Each worker takes every workers-th arrival: constant schedules interleave by phase; independent Poisson
+    // streams of rate R/n add up to one of rate R.
+    plan.arrivals =
+        ArrivalSchedule::Options{.rate_per_s = o.request_rate / workers,
+                                 .arrivals = o.arrivals,
+                                 .seed = o.seed + static_cast<uint64_t>(i),
+                                 .phase = o.arrivals == Arrivals::kConstant ? ToNanos(Seconds(i / o.request_rate))
+                                                                            : std::chrono::nanoseconds(0)};
+    plan.start = start;
+    plan.record_from = record_from;
+    if (o.duration) plan.send_until = record_from + ToNanos(*o.duration);
+    plan.request_timeout = ToNanos(o.request_timeout);
+    plan.budget = budget;
+    plan.progress = progress;
+    plans.push_back(plan);
+  }
+  return plans;
+}
+
+void PrintProgress(std::ostream& out, Seconds elapsed, Seconds warmup, const ProgressCounters& counters,
+                   uint64_t answered_before, Seconds since_last) {
+  char line[200];
+  if (elapsed < warmup) {
+    std::snprintf(line, sizeof(line), "[%6.1fs] warming up (%.1f s)\n", elapsed.count(), warmup.count());
+  } else {
+    uint64_t answered = counters.answered.load(std::memory_order_relaxed);
+    double rate = since_last.count() > 0 ? static_cast<double>(answered - answered_before) / since_last.count() : 0;
+    std::snprintf(line, sizeof(line), "[%6.1fs] sent %llu  answered %llu  rate %.1f/s  errors %llu\n", elapsed.count(),
+                  static_cast<unsigned long long>(counters.sent.load(std::memory_order_relaxed)),
+                  static_cast<unsigned long long>(answered), rate,
+                  static_cast<unsigned long long>(counters.errors.load(std::memory_order_relaxed)));
+  }
+  out << line << std::flush;
+}
+
+}  // namespace
+
+Result<BenchReport> RunBench(const BenchOptions& options, std::ostream* progress) {
+  WEFT_RETURN_IF_ERROR(ValidateBenchOptions(options));
+  BenchOptions effective = options;
+  if (!effective.duration && !effective.requests) effective.duration = Seconds(10);
+
+  WEFT_ASSIGN_OR_RETURN(HttpUrl url, ParseHttpUrl(options.url));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<HttpTransport> transport, HttpTransport::Create(url));
+  WEFT_ASSIGN_OR_RETURN(PreparedRequest request, PrepareRequest(effective, url, *transport));
+  std::shared_ptr<const WireRequest> wire = transport->Encode(request);
+
+  RequestBudget budget(effective.requests);
+  ProgressCounters counters;
+  SteadyTime start = std::chrono::steady_clock::now();
+  if (effective.mode == LoadMode::kOpenLoop) start += kOpenLoopLead;
+  std::vector<WorkerPlan> plans = PlanWorkers(effective, start, &budget, &counters);
+  std::vector<std::unique_ptr<LoadWorker>> workers;
+  for (const WorkerPlan& plan : plans) workers.push_back(std::make_unique<LoadWorker>(plan, *transport, wire));
+
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t finished = 0;  // guarded by mu
+  {
+    std::vector<std::jthread> threads;
+    for (auto& worker : workers) {
+      threads.emplace_back([&, w = worker.get()] {
+        w->Run();
+        std::lock_guard lock(mu);
+        ++finished;
+        cv.notify_all();
+      });
+    }
+    SteadyTime last_line = std::chrono::steady_clock::now();
+    uint64_t answered_at_last_line = 0;
+    std::unique_lock lock(mu);
+    while (finished < workers.size()) {
+      if (cv.wait_until(lock, last_line + std::chrono::seconds(1), [&] { return finished == workers.size(); })) break;
+      SteadyTime now = std::chrono::steady_clock::now();
+      if (progress) {
+        PrintProgress(*progress, now - start, effective.warmup, counters, answered_at_last_line, now - last_line);
+      }
+      answered_at_last_line = counters.answered.load(std::memory_order_relaxed);
+      last_line = now;
+    }
+  }  // the threads join here
+
+  RunStats stats;
+  for (const auto& worker : workers) stats.Merge(worker->stats());
+  SteadyTime record_from = plans.front().record_from;
+  // The window the rates are over: the sending phase, stretched to the last answer when answers came later. A
+  // server that stops answering does not shorten it.
+  SteadyTime end = std::max(stats.sending_ended, stats.last_answer);
+  if (end <= record_from) end = std::chrono::steady_clock::now();
+  return BuildReport(effective, stats, end - record_from);
+}
+
+int RunBenchCommand(const BenchOptions& options, std::ostream& out, std::ostream& err) {
+  // A peer that closes mid-write must be an io_error, not the end of the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  // One descriptor per connection: lift the soft limit (often 1024) toward the hard one.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+
+  Result<BenchReport> report = RunBench(options, options.progress ? &err : nullptr);
+  if (!report.ok()) {
+    err << "weft bench: " << report.status().message() << "\n";
+    StatusCode code = report.status().code();
+    return code == StatusCode::kInvalidArgument || code == StatusCode::kUnimplemented ? 2 : 1;
+  }
+  out << (options.json ? RenderJson(*report) : RenderTable(*report)) << std::flush;
+  uint64_t connect_errors = 0;
+  for (const OutcomeSummary& s : report->outcomes) {
+    if (s.outcome == kOutcomeConnectError) connect_errors = s.count;
+  }
+  if (report->sent > 0 && connect_errors == report->sent) {
+    err << "weft bench: the server could not be reached: no request got a connection\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace weft
