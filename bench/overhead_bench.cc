@@ -111,8 +111,12 @@ int Main(int argc, char** argv) {
 
   std::vector<Case> cases = {
       {"mlp json", "mlp", "INPUT0", {1, 64}, ReadFloats(reference / "mlp" / "input.INPUT0.bin", 64), false},
-      {"detector binary", "detector", "images", {1, 3, 224, 224},
-       ReadFloats(reference / "detector" / "input.images.bin", 3 * 224 * 224), true},
+      {"detector binary",
+       "detector",
+       "images",
+       {1, 3, 224, 224},
+       ReadFloats(reference / "detector" / "input.images.bin", 3 * 224 * 224),
+       true},
   };
   std::printf("| case | requests | Submit p50 us | Submit p99 us | HTTP p50 us | HTTP p99 us | overhead p50 us |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|\n");

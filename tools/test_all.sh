@@ -14,4 +14,13 @@ for preset in release asan; do
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "build/$preset" --output-on-failure -j2 --timeout 600
 done
+# ThreadSanitizer on the threaded core (scheduler, engine, HTTP server). libtorch, OpenCV and protobuf are not
+# built with TSan and report false positives, so this build leaves them out.
+echo "=== build tsan ($(($(date +%s) - start)) s)"
+cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=thread -DWEFT_WITH_TORCH=OFF \
+  -DWEFT_WITH_OPENCV=OFF >/dev/null
+ninja -C build/tsan -j"$(nproc)" scheduler_unit_test scheduler_test engine_test http_server_test
+echo "=== test tsan ($(($(date +%s) - start)) s)"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir build/tsan --output-on-failure -j2 --timeout 600 -R '^(scheduler_unit_test|scheduler_test|engine_test|http_server_test)$'
 echo "=== done in $(($(date +%s) - start)) s"

@@ -32,7 +32,7 @@ struct ModelEntry {
   std::string name;
   // Ok when at least one version is ready; otherwise why the model is unavailable ("<file>: <field>: <why>").
   Status status;
-  std::optional<ModelConfig> config;               // present when the config parsed and validated
+  std::optional<ModelConfig> config;                     // present when the config parsed and validated
   std::vector<std::shared_ptr<LoadedVersion>> versions;  // ascending by version, ready ones only
   // Versions that the policy chose but that failed to load, with why.
   std::vector<std::pair<int64_t, Status>> failed_versions;
