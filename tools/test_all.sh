@@ -19,8 +19,10 @@ done
 echo "=== build tsan ($(($(date +%s) - start)) s)"
 cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=thread -DWEFT_WITH_TORCH=OFF \
   -DWEFT_WITH_OPENCV=OFF >/dev/null
-ninja -C build/tsan -j"$(nproc)" scheduler_unit_test scheduler_test engine_test http_server_test
+ninja -C build/tsan -j"$(nproc)" scheduler_unit_test scheduler_test engine_test http_server_test device_test \
+  device_cpu_test multiplexer_test
 echo "=== test tsan ($(($(date +%s) - start)) s)"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build/tsan --output-on-failure -j2 --timeout 600 -R '^(scheduler_unit_test|scheduler_test|engine_test|http_server_test)$'
+  ctest --test-dir build/tsan --output-on-failure -j2 --timeout 600 \
+  -R '^(scheduler_unit_test|scheduler_test|engine_test|http_server_test|device_test|device_cpu_test|multiplexer_test)$'
 echo "=== done in $(($(date +%s) - start)) s"

@@ -14,6 +14,8 @@ namespace {
 struct BenchFlags {
   weft::BenchOptions options;
   std::string protocol = "http";
+  std::string shared_memory = "none";
+  CLI::Option* url = nullptr;
   std::string arrivals = "constant";
   std::vector<std::string> shapes;
   std::vector<std::string> parameters;
@@ -39,11 +41,13 @@ constexpr char kBenchFooter[] =
     "--request-timeout for the last answers. A request without an answer --request-timeout after its scheduled\n"
     "time is a \"timeout\"; sent = answered + unanswered always.\n"
     "\n"
-    "--json keys: model, model_version, url, protocol, tensor_format, batch_size,\n"
+    "--json keys: model, model_version, url, protocol (http | grpc), tensor_format (json | binary | raw |\n"
+    "  system_shared_memory | input_data), batch_size,\n"
     "  load {mode, concurrency | request_rate, arrivals, max_connections, threads}, warmup_s, duration_s,\n"
     "  sent, answered, unanswered, successes, consistent, sent_per_s,\n"
     "  throughput {requests_per_s, inferences_per_s}, latency_ms {count, mean, p50, p90, p99, p99_9, max} (2xx),\n"
-    "  outcomes {\"200\" | \"429\" | ... | \"connect_error\" | \"io_error\" | \"timeout\":\n"
+    "  outcomes {\"200\" | \"429\" | ... | \"OK\" | \"RESOURCE_EXHAUSTED\" | ... (gRPC) | \"connect_error\" |\n"
+    "    \"io_error\" | \"timeout\":\n"
     "    {count, latency_ms (answers only), first_error (not 2xx)}}, started_late, peak_connections.\n"
     "See docs/loadgen.md.\n"
     "\n"
@@ -55,10 +59,24 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags* f) {
   weft::BenchOptions& o = f->options;
   CLI::App* cmd = app.add_subcommand("bench", "Measure a server: throughput and latency percentiles under load");
   cmd->footer(kBenchFooter);
-  cmd->add_option("--url", o.url, "Server address: [http://]host[:port][/base/path]")->capture_default_str();
+  f->url =
+      cmd->add_option("--url", o.url,
+                      "Server address: [http://]host[:port][/base/path]; with --protocol grpc [grpc://]host[:port] "
+                      "(default 127.0.0.1:8001)")
+          ->capture_default_str();
   cmd->add_option("--model", o.model, "Model to send requests to")->required();
   cmd->add_option("--model-version", o.model_version, "Model version (default: the server's choice)");
-  cmd->add_option("--protocol", f->protocol, "Transport")->capture_default_str()->check(CLI::IsMember({"http"}));
+  cmd->add_option("--protocol", f->protocol, "Transport: the KServe v2 HTTP/REST or gRPC API")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"http", "grpc"}));
+  cmd->add_option("--shared-memory", f->shared_memory,
+                  "system: tensors travel in POSIX shared memory regions that the run creates and registers (server "
+                  "on this machine, started with --allow-shared-memory)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "system"}));
+  cmd->add_option("--output-shared-memory-size", o.output_shared_memory_size,
+                  "Shared memory bytes for an output whose size the metadata does not fix (default: the larger of "
+                  "100 KiB and the largest input)");
 
   cmd->add_option("--input-data", o.input_data_path,
                   "A complete KServe v2 JSON request body to send as it is (default: generated inputs)");
@@ -114,6 +132,11 @@ weft::Result<weft::BenchOptions> BenchOptionsFromFlags(const BenchFlags& f) {
     WEFT_ASSIGN_OR_RETURN(auto parameter, weft::ParseParameterFlag(text));
     o.parameters[parameter.first] = parameter.second;
   }
+  if (f.protocol == "grpc") {
+    o.protocol = weft::Protocol::kGrpc;
+    if (f.url->count() == 0) o.url = "127.0.0.1:8001";
+  }
+  if (f.shared_memory == "system") o.shared_memory = weft::SharedMemoryMode::kSystem;
   if (f.request_rate->count() > 0) o.mode = weft::LoadMode::kOpenLoop;
   o.arrivals = f.arrivals == "poisson" ? weft::Arrivals::kPoisson : weft::Arrivals::kConstant;
   if (f.duration->count() > 0) o.duration = std::chrono::duration<double>(f.duration_s);
@@ -140,16 +163,21 @@ int main(int argc, char** argv) {
       ->required();
   serve_cmd->add_option("--http-port", serve.http_port, "HTTP port of the inference API (0 = any free port)")
       ->capture_default_str();
+  serve_cmd->add_option("--grpc-port", serve.grpc_port, "gRPC port of the inference API (0 = any free port)")
+      ->capture_default_str();
   serve_cmd->add_option("--metrics-port", serve.metrics_port, "HTTP port of GET /metrics (Prometheus text)")
       ->capture_default_str();
-  serve_cmd->add_option("--http-address", serve.http_address, "Address the HTTP and metrics ports bind to")
+  serve_cmd->add_option("--http-address", serve.http_address, "Address the HTTP, gRPC and metrics ports bind to")
       ->capture_default_str();
+  serve_cmd->add_flag("--allow-shared-memory", serve.allow_shared_memory,
+                      "Let clients register POSIX shared memory regions and pass tensors through them (HTTP and "
+                      "gRPC system shared memory extension)");
   serve_cmd->add_option("--http-threads", serve.http_threads, "I/O threads of the HTTP server")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   serve_cmd
       ->add_option("--max-request-body-bytes", serve.max_request_body_bytes,
-                   "Largest accepted HTTP request body; larger bodies get 413")
+                   "Largest accepted HTTP request body (larger bodies get 413) and gRPC message (RESOURCE_EXHAUSTED)")
       ->capture_default_str();
   serve_cmd
       ->add_option("--max-queue-per-model", serve.max_queue_per_model,
@@ -159,6 +187,40 @@ int main(int argc, char** argv) {
       ->add_option("--max-queued-bytes", serve.max_queued_bytes,
                    "Input bytes held by queued requests over all models before new ones get 429 (0 = unbounded)")
       ->capture_default_str();
+  serve_cmd
+      ->add_option("--device", serve.device, "Where batches run: auto (CUDA if a GPU is found, else CPU), cpu, cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  serve_cmd
+      ->add_option("--cpu-workers", serve.cpu_workers,
+                   "Threads of the CPU device (0 = one per hardware thread, at least 2)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  serve_cmd
+      ->add_option("--streams-per-class", serve.streams_per_class,
+                   "Device streams per priority class (high, normal, best effort)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  serve_cmd
+      ->add_option("--stream-priorities", serve.stream_priorities,
+                   "Device stream priorities by the models' optimization { priority } class")
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--load-balance", serve.load_balance,
+                   "Move instances between the streams of their class by measured load")
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--best-effort-inflight", serve.best_effort_inflight,
+                   "Batches in flight per best-effort (PRIORITY_MIN) instance, gated on completions; 0 = no "
+                   "bound; a model's parameter weft.max_inflight_batches overrides it")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1'000'000));
+  serve_cmd
+      ->add_option("--best-effort-budget", serve.best_effort_budget,
+                   "Best-effort batches in flight over the whole device; -1 = the device's default (CPU: "
+                   "workers - 1; CUDA: none); 0 = no bound")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1'000'000));
   std::string log_level = "info";
   serve_cmd->add_option("--log-level", log_level, "debug, info, warning or error")
       ->capture_default_str()

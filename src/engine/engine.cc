@@ -7,10 +7,33 @@
 #include "scheduler/scheduler.h"
 
 namespace weft {
+namespace {
+
+// An instance's multiplexer lane, as the scheduler's executor. The multiplexer knows no scheduler and the scheduler
+// no multiplexer; the engine joins them here.
+class LaneExecutor final : public InstanceExecutor {
+ public:
+  explicit LaneExecutor(std::unique_ptr<Lane> lane) : lane_(std::move(lane)) {}
+  bool TryAcquireSlot() override { return lane_->TryAcquireSlot(); }
+  bool AcquireSlot(std::stop_token stop) override { return lane_->AcquireSlot(stop); }
+  void ReleaseSlot() override { lane_->ReleaseSlot(); }
+  void Submit(std::vector<Tensor> inputs, ExecutionDone done) override {
+    lane_->Submit(std::move(inputs),
+                  [done = std::move(done)](Result<std::vector<Tensor>> outputs, const BatchTiming& timing) {
+                    done(std::move(outputs), ExecutionTiming{timing.start, timing.end});
+                  });
+  }
+
+ private:
+  const std::unique_ptr<Lane> lane_;  // its destructor waits for the lane's batches in flight
+};
+
+}  // namespace
 
 struct Engine::Impl {
   struct VersionSlot {
     std::shared_ptr<LoadedVersion> version;  // owns the instances; outlives the scheduler (declared first)
+    std::vector<std::unique_ptr<LaneExecutor>> executors;  // used by the scheduler, so destroyed after it
     std::unique_ptr<Scheduler> scheduler;
   };
   struct ModelSlot {
@@ -21,6 +44,8 @@ struct Engine::Impl {
   Options options;
   // Shared by every scheduler, so declared before (and destroyed after) them; null when unbounded.
   std::unique_ptr<ByteBudget> byte_budget;
+  // Owns the streams every lane runs on: destroyed after the schedulers and their lanes. Null without a device.
+  std::unique_ptr<Multiplexer> multiplexer;
   // Built in the constructor, read-only afterwards: lookups need no lock.
   std::map<std::string, ModelSlot> models;
 
@@ -51,12 +76,43 @@ Engine::Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry*
     : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
   if (options.max_queued_bytes > 0) impl_->byte_budget = std::make_unique<ByteBudget>(options.max_queued_bytes);
+  Status device_status;
+  if (options.device) {
+    auto multiplexer = Multiplexer::Create(options.device, options.multiplexer, metrics);
+    if (multiplexer.ok()) {
+      impl_->multiplexer = std::move(multiplexer).value();
+    } else {
+      device_status = multiplexer.status().WithContext("device " + options.device->name());
+      WEFT_LOG(Error) << device_status.message();
+    }
+  }
   for (auto& entry : models) {
     std::string name = entry.name;
     Impl::ModelSlot slot;
+    std::vector<std::shared_ptr<LoadedVersion>> ready;
     for (auto& version : entry.versions) {
       std::vector<ModelInstance*> instances;
       for (auto& instance : version->instances) instances.push_back(instance.get());
+      std::vector<std::unique_ptr<LaneExecutor>> executors;
+      Status lanes = device_status;
+      if (impl_->multiplexer) {
+        for (ModelInstance* instance : instances) {
+          auto lane = impl_->multiplexer->AddInstance(version->config, version->version, instance);
+          if (!lane.ok()) {
+            lanes = lane.status();
+            break;
+          }
+          executors.push_back(std::make_unique<LaneExecutor>(std::move(lane).value()));
+        }
+      }
+      if (!lanes.ok()) {
+        WEFT_LOG(Error) << "model '" << name << "' version " << version->version << ": " << lanes.message();
+        entry.failed_versions.emplace_back(version->version, lanes);
+        continue;
+      }
+      ready.push_back(version);
+      std::vector<InstanceExecutor*> raw_executors;
+      for (auto& e : executors) raw_executors.push_back(e.get());
       Scheduler::Options scheduler_options{
           .version = version->version,
           .max_queue = options.max_queue_per_model,
@@ -65,10 +121,15 @@ Engine::Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry*
               [version](const InferenceRequest& request, std::vector<Tensor> outputs, int64_t batch_size) {
                 return FinishOutputs(version->config, request, std::move(outputs), batch_size);
               },
+          .executors = std::move(raw_executors),
       };
       auto scheduler =
           std::make_unique<Scheduler>(version->config, std::move(instances), std::move(scheduler_options), metrics);
-      slot.versions[version->version] = Impl::VersionSlot{version, std::move(scheduler)};
+      slot.versions[version->version] = Impl::VersionSlot{version, std::move(executors), std::move(scheduler)};
+    }
+    if (ready.size() != entry.versions.size()) {
+      entry.versions = std::move(ready);
+      if (entry.versions.empty() && entry.status.ok()) entry.status = entry.failed_versions.back().second;
     }
     slot.entry = std::move(entry);
     impl_->models.emplace(std::move(name), std::move(slot));
@@ -120,6 +181,8 @@ bool Engine::Ready() const {
   }
   return true;
 }
+
+Multiplexer* Engine::multiplexer() const { return impl_->multiplexer.get(); }
 
 std::vector<ModelState> Engine::States() const {
   std::vector<ModelState> out;

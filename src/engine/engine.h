@@ -6,9 +6,11 @@
 #include <vector>
 
 #include "base/result.h"
+#include "device/device.h"
 #include "metrics/metrics.h"
 #include "model/model_config.h"
 #include "model/request.h"
+#include "multiplexer/multiplexer.h"
 #include "repository/repository.h"
 
 namespace weft {
@@ -32,10 +34,16 @@ class Engine {
     // Input bytes held by queued requests, over all models, before Submit answers RESOURCE_EXHAUSTED.
     // 0 = unbounded.
     size_t max_queued_bytes = 0;
+    // The device batches run on: the engine puts a multiplexer on it and gives every instance a lane (a stream
+    // of its model's priority class, a bound on batches in flight). Must outlive the engine. Null: each instance
+    // runs its batches on its own scheduler thread, with no device layer.
+    Device* device = nullptr;
+    MultiplexerOptions multiplexer;
   };
 
   // Takes the repository's entries; starts a scheduler (one thread per instance and a timer) for every ready
-  // version.
+  // version. A version whose instances cannot get a lane (a bad weft.max_inflight_batches, a device error) is
+  // reported failed with the reason.
   Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry* metrics);
   ~Engine();  // requests still queued are answered UNAVAILABLE; running executions finish first
   Engine(const Engine&) = delete;
@@ -43,9 +51,9 @@ class Engine {
 
   // Always takes ownership of `request`; `on_done` fires exactly once, on this thread for errors found at
   // once (unknown model, invalid input, a full queue or byte budget, a deadline already passed, a superseded
-  // frame) or on a scheduler thread. Checks the request against the model's config: input names, datatypes,
-  // shapes and byte sizes, requested outputs. Then the model's scheduler applies priority, deadline, batching,
-  // latest frame wins and cancellation (see scheduler/scheduler.h).
+  // frame) or later on a scheduler thread or the device's completion thread. Checks the request against the model's
+  // config: input names, datatypes, shapes and byte sizes, requested outputs. Then the model's scheduler applies
+  // priority, deadline, batching, latest frame wins and cancellation (see scheduler/scheduler.h).
   void Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback on_done);
 
   // NotFound for an unknown model or version; Unavailable (with the reason) for one that failed to load.
@@ -58,6 +66,9 @@ class Engine {
 
   bool Ready() const;  // every model in the repository is ready
   std::vector<ModelState> States() const;
+
+  // The multiplexer on Options::device (streams, busy time), or null without a device.
+  Multiplexer* multiplexer() const;
 
  private:
   struct Impl;

@@ -7,6 +7,8 @@
 #include <future>
 #include <thread>
 
+#include "device/cpu/cpu_device.h"
+
 namespace weft {
 namespace {
 
@@ -53,9 +55,16 @@ std::unique_ptr<InferenceRequest> MakeRequest(std::vector<float> values, Shape s
   return r;
 }
 
-class EngineTest : public ::testing::Test {
+// Every test runs twice: batches on the instance's scheduler thread (no device), and on the CPU device through the
+// multiplexer, where completions arrive on the device's completion thread.
+class EngineTest : public ::testing::TestWithParam<bool> {
  protected:
   void Start(Engine::Options options = {}, std::shared_future<void> gate = {}, ModelConfig config = DoublingConfig()) {
+    if (GetParam()) {
+      device_ = std::move(CreateCpuDevice({.workers = 2}).value());
+      options.device = device_.get();
+      options.multiplexer.max_inflight = 1;  // "the instance is busy" means the same in both modes
+    }
     ModelEntry good;
     good.name = "double";
     good.config = config;
@@ -82,10 +91,11 @@ class EngineTest : public ::testing::Test {
 
   std::atomic<int> executions_{0};
   MetricsRegistry metrics_;
+  std::unique_ptr<Device> device_;  // outlives the engine
   std::unique_ptr<Engine> engine_;
 };
 
-TEST_F(EngineTest, RunsRequestAndEchoesId) {
+TEST_P(EngineTest, RunsRequestAndEchoesId) {
   Start();
   auto r = SubmitAndWait(MakeRequest({1, 2, 3, 4}, {2, 2}));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -99,7 +109,7 @@ TEST_F(EngineTest, RunsRequestAndEchoesId) {
             std::string::npos);
 }
 
-TEST_F(EngineTest, ErrorsAreAnsweredOnce) {
+TEST_P(EngineTest, ErrorsAreAnsweredOnce) {
   Start();
   auto unknown = MakeRequest({1, 2}, {1, 2});
   unknown->model_name = "nope";
@@ -119,7 +129,7 @@ TEST_F(EngineTest, ErrorsAreAnsweredOnce) {
   EXPECT_NE(metrics_.Exposition().find("reason=\"invalid_argument\"} 2"), std::string::npos);
 }
 
-TEST_F(EngineTest, ExpiredAndCancelledRequestsNeverRun) {
+TEST_P(EngineTest, ExpiredAndCancelledRequestsNeverRun) {
   std::promise<void> gate;
   Start({}, gate.get_future().share());
   // The first request holds the only instance until the gate opens.
@@ -144,7 +154,7 @@ TEST_F(EngineTest, ExpiredAndCancelledRequestsNeverRun) {
   EXPECT_EQ(executions_.load(), 1);
 }
 
-TEST_F(EngineTest, FullQueueRejectsAtOnceAndShutdownAnswersTheRest) {
+TEST_P(EngineTest, FullQueueRejectsAtOnceAndShutdownAnswersTheRest) {
   std::promise<void> gate;
   Start({.max_queue_per_model = 1}, gate.get_future().share());
   std::atomic<int> answered{0};
@@ -173,7 +183,7 @@ TEST_F(EngineTest, FullQueueRejectsAtOnceAndShutdownAnswersTheRest) {
   EXPECT_EQ(executions_.load(), 1);
 }
 
-TEST_F(EngineTest, DynamicBatchingJoinsRequestsAndSplitsTheirOutputs) {
+TEST_P(EngineTest, DynamicBatchingJoinsRequestsAndSplitsTheirOutputs) {
   ModelConfig config = DoublingConfig();
   config.dynamic_batching = DynamicBatchingConfig{.preferred_batch_size = {4}, .max_queue_delay_us = 10'000'000};
   Start({}, {}, config);
@@ -197,7 +207,7 @@ TEST_F(EngineTest, DynamicBatchingJoinsRequestsAndSplitsTheirOutputs) {
   EXPECT_EQ(executions_.load(), 1);
 }
 
-TEST_F(EngineTest, QueuedBytesBudgetRejectsAtOnce) {
+TEST_P(EngineTest, QueuedBytesBudgetRejectsAtOnce) {
   std::promise<void> gate;
   Start({.max_queued_bytes = 8}, gate.get_future().share());
   std::atomic<int> ok{0};
@@ -217,7 +227,7 @@ TEST_F(EngineTest, QueuedBytesBudgetRejectsAtOnce) {
   EXPECT_EQ(ok.load(), 2);
 }
 
-TEST_F(EngineTest, ReadinessAndStates) {
+TEST_P(EngineTest, ReadinessAndStates) {
   Start();
   EXPECT_FALSE(engine_->Ready());  // "broken" is not ready
   auto states = engine_->States();
@@ -229,6 +239,39 @@ TEST_F(EngineTest, ReadinessAndStates) {
   EXPECT_TRUE(engine_->FindConfig("double").ok());
   EXPECT_EQ(engine_->FindConfig("broken").status().code(), StatusCode::kUnavailable);
 }
+
+TEST_P(EngineTest, DeviceBusyTimeIsMeasured) {
+  Start();
+  const SteadyTime start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(SubmitAndWait(MakeRequest({1, 2}, {1, 2})).ok());
+  const SteadyTime end = std::chrono::steady_clock::now();
+  if (!GetParam()) {
+    EXPECT_EQ(engine_->multiplexer(), nullptr);
+    return;
+  }
+  ASSERT_NE(engine_->multiplexer(), nullptr);
+  EXPECT_GT(engine_->multiplexer()->BusyFraction(start - std::chrono::seconds(1), end), 0);
+  EXPECT_NE(metrics_.Exposition().find("weft_stream_busy_seconds_total{device=\"cpu\",stream=\"normal/0\"}"),
+            std::string::npos);
+}
+
+TEST_P(EngineTest, AVersionWithoutALaneIsReportedWithTheReason) {
+  ModelConfig config = DoublingConfig();
+  config.parameters["weft.max_inflight_batches"] = "many";
+  Start({}, {}, config);
+  auto r = SubmitAndWait(MakeRequest({1, 2}, {1, 2}));
+  if (!GetParam()) {
+    EXPECT_TRUE(r.ok());  // without a device the parameter means nothing
+    return;
+  }
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("weft.max_inflight_batches"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(engine_->ReadyVersions("double").empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Execution, EngineTest, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& info) {
+  return info.param ? "CpuDevice" : "SchedulerThread";
+});
 
 }  // namespace
 }  // namespace weft

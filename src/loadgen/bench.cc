@@ -12,8 +12,11 @@
 #include <thread>
 #include <vector>
 
+#include "loadgen/client_shared_memory.h"
+#include "loadgen/grpc_transport.h"
 #include "loadgen/http_transport.h"
 #include "loadgen/input_generator.h"
+#include "loadgen/json_text.h"
 #include "loadgen/load_worker.h"
 #include "loadgen/model_metadata.h"
 
@@ -38,7 +41,35 @@ Status ReplyError(const TransportReply& reply, const HttpUrl& url, const std::st
   return reply.status == 404 ? NotFound(detail) : InvalidArgument(detail);
 }
 
-Result<PreparedRequest> PrepareRequest(const BenchOptions& options, const HttpUrl& url, const Transport& transport) {
+// What a run sends, and the shared memory it set up (unregistered by `cleanup` after the run).
+struct PreparedRun {
+  PreparedRequest request;
+  std::optional<SharedMemoryRun> shared_memory;
+  std::function<void()> cleanup;
+};
+
+InferRequestOptions RequestOptions(const BenchOptions& options, const std::optional<SharedMemoryRun>& shm) {
+  InferRequestOptions out{.binary = options.binary,
+                          .priority = options.priority,
+                          .timeout_us = options.timeout_us,
+                          .parameters = options.parameters};
+  if (shm) {
+    out.shared_memory_inputs = shm->input_placements;
+    out.shared_memory_outputs = shm->output_placements;
+  }
+  return out;
+}
+
+Result<SharedMemoryRun> MakeSharedMemory(const BenchOptions& options, const ModelMetadata& metadata,
+                                         const std::vector<GeneratedInput>& inputs,
+                                         const InputGenerationOptions& generation) {
+  bool batches = generation.max_batch_size ? *generation.max_batch_size > 0
+                                           : std::all_of(metadata.inputs.begin(), metadata.inputs.end(),
+                                                         [](auto& t) { return !t.shape.empty() && t.shape[0] == -1; });
+  return CreateSharedMemoryRun(inputs, metadata, batches, options.batch_size, options.output_shared_memory_size);
+}
+
+Result<PreparedRun> PrepareRequest(const BenchOptions& options, const HttpUrl& url, const Transport& transport) {
   std::string model_path = ModelPath(url.base_path, options.model, options.model_version);
   auto timeout = std::min<std::chrono::nanoseconds>(kSetupTimeout, ToNanos(options.request_timeout));
   auto get = [&](std::string target) {
@@ -58,7 +89,7 @@ Result<PreparedRequest> PrepareRequest(const BenchOptions& options, const HttpUr
     // Any answer will do: the model is not looked up, as a file aimed at a missing model is a valid test.
     TransportReply live = get(url.base_path + "/v2/health/live");
     if (live.failure != TransportReply::Failure::kNone) return ReplyError(live, url, "/v2/health/live");
-    return request;
+    return PreparedRun{.request = std::move(request).value()};
   }
 
   TransportReply metadata_reply = get(model_path);
@@ -81,11 +112,75 @@ Result<PreparedRequest> PrepareRequest(const BenchOptions& options, const HttpUr
     if (max_batch_size.ok()) generation.max_batch_size = *max_batch_size;
   }
   WEFT_ASSIGN_OR_RETURN(std::vector<GeneratedInput> inputs, GenerateInputs(*metadata, generation));
-  return BuildInferRequest(model_path, inputs,
-                           InferRequestOptions{.binary = options.binary,
-                                               .priority = options.priority,
-                                               .timeout_us = options.timeout_us,
-                                               .parameters = options.parameters});
+  PreparedRun run;
+  if (options.shared_memory == SharedMemoryMode::kSystem) {
+    WEFT_ASSIGN_OR_RETURN(run.shared_memory, MakeSharedMemory(options, *metadata, inputs, generation));
+    std::string shm_path = url.base_path + "/v2/systemsharedmemory";
+    const SharedMemoryRun& shm = *run.shared_memory;
+    // Set first, so that a failed second registration still unregisters the first.
+    run.cleanup = [&transport, timeout, shm_path,
+                   regions = std::vector<std::string>{shm.input_region, shm.output_region}] {
+      for (const std::string& name : regions) {
+        PreparedRequest unregister;
+        unregister.target = shm_path + "/region/" + name + "/unregister";
+        ExchangeOnce(transport, unregister, timeout);
+      }
+    };
+    for (const auto& [name, region] :
+         {std::pair(shm.input_region, shm.inputs.get()), std::pair(shm.output_region, shm.outputs.get())}) {
+      PreparedRequest registration;
+      registration.target = shm_path + "/region/" + name + "/register";
+      registration.headers.emplace_back("Content-Type", "application/json");
+      registration.body = "{\"key\":";
+      JsonQuote(region->key(), &registration.body);
+      registration.body += ",\"offset\":0,\"byte_size\":" + std::to_string(region->byte_size()) + "}";
+      TransportReply reply = ExchangeOnce(transport, registration, timeout);
+      if (reply.failure == TransportReply::Failure::kNone && reply.status == 200) continue;
+      run.cleanup();
+      if (reply.failure == TransportReply::Failure::kNone && reply.status == 501) {
+        return Unimplemented("the server does not offer system shared memory (weft serve --allow-shared-memory): " +
+                             reply.body);
+      }
+      return ReplyError(reply, url, registration.target);
+    }
+  }
+  run.request = BuildInferRequest(model_path, inputs, RequestOptions(options, run.shared_memory));
+  return run;
+}
+
+Result<PreparedRun> PrepareGrpcRequest(const BenchOptions& options, const GrpcTransport& transport) {
+  auto timeout = std::min<std::chrono::nanoseconds>(kSetupTimeout, ToNanos(options.request_timeout));
+  WEFT_ASSIGN_OR_RETURN(ModelMetadata metadata, transport.FetchMetadata(options.model, options.model_version, timeout));
+  if (metadata.name.empty()) metadata.name = options.model;
+  InputGenerationOptions generation{.batch_size = options.batch_size,
+                                    .shapes = options.shapes,
+                                    .string_length = options.string_length,
+                                    .seed = options.seed};
+  Result<int64_t> max_batch_size = transport.FetchMaxBatchSize(options.model, options.model_version, timeout);
+  if (max_batch_size.ok()) generation.max_batch_size = *max_batch_size;
+  WEFT_ASSIGN_OR_RETURN(std::vector<GeneratedInput> inputs, GenerateInputs(metadata, generation));
+  PreparedRun run;
+  if (options.shared_memory == SharedMemoryMode::kSystem) {
+    WEFT_ASSIGN_OR_RETURN(run.shared_memory, MakeSharedMemory(options, metadata, inputs, generation));
+    const SharedMemoryRun& shm = *run.shared_memory;
+    run.cleanup = [&transport, timeout, in = shm.input_region, out = shm.output_region] {
+      (void)transport.UnregisterSharedMemory(in, timeout);
+      (void)transport.UnregisterSharedMemory(out, timeout);
+    };
+    Status registered =
+        transport.RegisterSharedMemory(shm.input_region, shm.inputs->key(), shm.inputs->byte_size(), timeout);
+    if (registered.ok()) {
+      registered =
+          transport.RegisterSharedMemory(shm.output_region, shm.outputs->key(), shm.outputs->byte_size(), timeout);
+    }
+    if (!registered.ok()) {
+      run.cleanup();
+      return registered;
+    }
+  }
+  run.request =
+      BuildGrpcInferRequest(options.model, options.model_version, inputs, RequestOptions(options, run.shared_memory));
+  return run;
 }
 
 // Splits `total` over `parts` as evenly as possible; part i gets the remainder's extra one first.
@@ -143,10 +238,27 @@ Result<BenchReport> RunBench(const BenchOptions& options, std::ostream* progress
   BenchOptions effective = options;
   if (!effective.duration && !effective.requests) effective.duration = Seconds(10);
 
-  WEFT_ASSIGN_OR_RETURN(HttpUrl url, ParseHttpUrl(options.url));
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<HttpTransport> transport, HttpTransport::Create(url));
-  WEFT_ASSIGN_OR_RETURN(PreparedRequest request, PrepareRequest(effective, url, *transport));
-  std::shared_ptr<const WireRequest> wire = transport->Encode(request);
+  std::unique_ptr<Transport> transport;
+  PreparedRun run;
+  if (options.protocol == Protocol::kGrpc) {
+    WEFT_ASSIGN_OR_RETURN(std::string target, ParseGrpcTarget(options.url));
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<GrpcTransport> grpc, GrpcTransport::Create(target));
+    WEFT_ASSIGN_OR_RETURN(run, PrepareGrpcRequest(effective, *grpc));
+    transport = std::move(grpc);
+  } else {
+    WEFT_ASSIGN_OR_RETURN(HttpUrl url, ParseHttpUrl(options.url));
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<HttpTransport> http, HttpTransport::Create(url));
+    WEFT_ASSIGN_OR_RETURN(run, PrepareRequest(effective, url, *http));
+    transport = std::move(http);
+  }
+  // Unregisters the run's shared memory regions when the run ends, whichever way (the objects unlink themselves).
+  struct Cleanup {
+    std::function<void()> f;
+    ~Cleanup() {
+      if (f) f();
+    }
+  } cleanup{run.cleanup};
+  std::shared_ptr<const WireRequest> wire = transport->Encode(run.request);
 
   RequestBudget budget(effective.requests);
   ProgressCounters counters;

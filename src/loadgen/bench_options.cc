@@ -72,7 +72,18 @@ Status ValidateBenchOptions(const BenchOptions& o) {
   if (!(o.request_timeout.count() > 0)) return InvalidArgument("--request-timeout must be positive");
   if (o.priority && *o.priority < 0) return InvalidArgument("--priority must not be negative");
   if (o.timeout_us && *o.timeout_us < 0) return InvalidArgument("--timeout-us must not be negative");
+  if (o.protocol == Protocol::kGrpc && o.binary) {
+    return InvalidArgument("--binary is the HTTP binary tensor extension; gRPC always sends raw tensors");
+  }
+  if (o.shared_memory != SharedMemoryMode::kNone && o.binary) {
+    return InvalidArgument("--binary does not apply to --shared-memory (no tensor travels in the request)");
+  }
   if (!o.input_data_path.empty()) {
+    if (o.protocol != Protocol::kHttp)
+      return InvalidArgument("--input-data is an HTTP request body: use --protocol http");
+    if (o.shared_memory != SharedMemoryMode::kNone) {
+      return InvalidArgument("--shared-memory does not apply to --input-data (the file is sent as it is)");
+    }
     // The file is sent as it is; these flags would have to rewrite it.
     if (o.binary) return InvalidArgument("--binary does not apply to --input-data (the file is sent as it is)");
     if (!o.shapes.empty()) return InvalidArgument("--shape does not apply to --input-data");

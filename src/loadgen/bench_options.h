@@ -13,8 +13,12 @@
 
 namespace weft {
 
-// How requests reach the server. Only HTTP today; gRPC and shared memory get their own Transport.
-enum class Protocol { kHttp };
+// How requests reach the server: the KServe v2 HTTP/REST or gRPC API.
+enum class Protocol { kHttp, kGrpc };
+
+// Where tensors travel: in the request and response, or in system shared memory regions that the run creates,
+// registers before it starts and unregisters after (the system_shared_memory extension; same machine only).
+enum class SharedMemoryMode { kNone, kSystem };
 
 // How the load is offered: a fixed number of requests outstanding, or a fixed rate whatever the server does.
 enum class LoadMode { kClosedLoop, kOpenLoop };
@@ -27,10 +31,14 @@ using BenchParameterValue = std::variant<int64_t, std::string>;
 
 // Everything `weft bench` is told, parsed once at the edge. Defaults are the CLI's defaults.
 struct BenchOptions {
-  std::string url = "http://127.0.0.1:8000";
+  std::string url = "http://127.0.0.1:8000";  // gRPC: [grpc://]host[:port], port 8001 when absent
   std::string model;
   std::string model_version;  // empty = the server's choice
   Protocol protocol = Protocol::kHttp;
+  SharedMemoryMode shared_memory = SharedMemoryMode::kNone;
+  // Shared memory: bytes reserved for an output whose size the metadata does not fix (a variable dim other than
+  // the batch dim, or BYTES). 0 = the larger of 100 KiB and the largest input.
+  uint64_t output_shared_memory_size = 0;
 
   // Inputs: generated from the model's metadata, or a complete request body read from a file.
   std::string input_data_path;

@@ -18,8 +18,12 @@ std::string Format(const char* format, auto... args) {
 
 std::string TensorFormat(const BenchOptions& o) {
   if (!o.input_data_path.empty()) return "input_data";
+  if (o.shared_memory == SharedMemoryMode::kSystem) return "system_shared_memory";
+  if (o.protocol == Protocol::kGrpc) return "raw";
   return o.binary ? "binary" : "json";
 }
+
+const char* ProtocolName(const BenchOptions& o) { return o.protocol == Protocol::kGrpc ? "grpc" : "http"; }
 
 std::string LoadText(const BenchOptions& o) {
   std::string threads = Format("%d thread%s", o.threads, o.threads == 1 ? "" : "s");
@@ -109,7 +113,7 @@ std::string RenderTable(const BenchReport& r) {
   out +=
       "model       " + o.model + (o.model_version.empty() ? "" : " version " + o.model_version) + " at " + o.url + "\n";
   out += "load        " + LoadText(o) + "\n";
-  out += Format("requests    http, %s tensors, batch size %lld\n", TensorFormat(o).c_str(),
+  out += Format("requests    %s, %s tensors, batch size %lld\n", ProtocolName(o), TensorFormat(o).c_str(),
                 static_cast<long long>(o.batch_size));
   out += Format("measured    %.3f s after %.3f s of warmup\n\n", r.duration_s, o.warmup.count());
 
@@ -156,7 +160,7 @@ std::string RenderJson(const BenchReport& r) {
   JsonKey("url", &out);
   JsonQuote(o.url, &out);
   JsonKey("protocol", &out);
-  JsonQuote("http", &out);
+  JsonQuote(ProtocolName(o), &out);
   JsonKey("tensor_format", &out);
   JsonQuote(TensorFormat(o), &out);
   JsonKey("batch_size", &out);

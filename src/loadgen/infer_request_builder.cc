@@ -51,6 +51,16 @@ void AppendParameters(const InferRequestOptions& options, std::string* out) {
   out->push_back('}');
 }
 
+void AppendPlacement(const SharedMemoryPlacement& p, std::string* out) {
+  out->append(",\"parameters\":{\"shared_memory_region\":");
+  JsonQuote(p.region, out);
+  out->append(",\"shared_memory_offset\":");
+  JsonNumber(p.offset, out);
+  out->append(",\"shared_memory_byte_size\":");
+  JsonNumber(p.byte_size, out);
+  out->push_back('}');
+}
+
 }  // namespace
 
 std::string ModelPath(std::string_view base_path, std::string_view model, std::string_view version) {
@@ -112,7 +122,10 @@ PreparedRequest BuildInferRequest(std::string_view model_path, const std::vector
     }
     body.append("],\"datatype\":");
     JsonQuote(DataTypeName(input.datatype), &body);
-    if (options.binary) {
+    if (auto shm = options.shared_memory_inputs.find(input.name); shm != options.shared_memory_inputs.end()) {
+      AppendPlacement(shm->second, &body);
+      body.push_back('}');
+    } else if (options.binary) {
       body.append(",\"parameters\":{\"binary_data_size\":");
       JsonNumber(input.data.size(), &body);
       body.append("}}");
@@ -123,12 +136,27 @@ PreparedRequest BuildInferRequest(std::string_view model_path, const std::vector
     }
   }
   body.push_back(']');
+  if (!options.shared_memory_outputs.empty()) {
+    body.append(",\"outputs\":[");
+    bool first = true;
+    for (const auto& [name, placement] : options.shared_memory_outputs) {
+      if (!first) body.push_back(',');
+      first = false;
+      body.append("{\"name\":");
+      JsonQuote(name, &body);
+      AppendPlacement(placement, &body);
+      body.push_back('}');
+    }
+    body.push_back(']');
+  }
   AppendParameters(options, &body);
   body.push_back('}');
 
   if (options.binary) {
     size_t header_bytes = body.size();
-    for (const GeneratedInput& input : inputs) body.append(input.data);
+    for (const GeneratedInput& input : inputs) {
+      if (!options.shared_memory_inputs.contains(input.name)) body.append(input.data);
+    }
     request.headers.emplace_back("Content-Type", "application/octet-stream");
     request.headers.emplace_back("Inference-Header-Content-Length", std::to_string(header_bytes));
   } else {

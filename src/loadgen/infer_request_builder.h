@@ -22,12 +22,24 @@ struct PreparedRequest {
   std::string body;
 };
 
+// A tensor's place in a registered shared memory region (the request parameters shared_memory_region,
+// shared_memory_offset, shared_memory_byte_size).
+struct SharedMemoryPlacement {
+  std::string region;
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
 struct InferRequestOptions {
   // Inputs after the JSON header with binary_data_size, and binary_data_output: true for the answer.
   bool binary = false;
   std::optional<int64_t> priority;
   std::optional<int64_t> timeout_us;
   std::map<std::string, BenchParameterValue> parameters;
+  // Inputs read from shared memory instead of the request (their data is not sent), and outputs written to it
+  // (requested by name, in this map's order).
+  std::map<std::string, SharedMemoryPlacement> shared_memory_inputs;
+  std::map<std::string, SharedMemoryPlacement> shared_memory_outputs;
 };
 
 // "/v2/models/{model}[/versions/{version}]" under the URL's base path ("" or "/prefix").
@@ -35,7 +47,8 @@ std::string ModelPath(std::string_view base_path, std::string_view model, std::s
 
 // An inference request (POST {model_path}/infer) carrying `inputs`. JSON: the data as flat arrays
 // (Content-Type application/json). Binary: the JSON header, then each input's bytes in order, with
-// Inference-Header-Content-Length = the header's length (Content-Type application/octet-stream).
+// Inference-Header-Content-Length = the header's length (Content-Type application/octet-stream). Inputs and
+// outputs placed in shared memory carry the region's parameters instead of data.
 PreparedRequest BuildInferRequest(std::string_view model_path, const std::vector<GeneratedInput>& inputs,
                                   const InferRequestOptions& options);
 

@@ -1,6 +1,7 @@
 #include "loadgen/run_stats.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace weft {
 
@@ -15,11 +16,20 @@ int OutcomeOf(const TransportReply& reply) {
 }
 
 std::string OutcomeName(int outcome) {
+  static constexpr const char* kGrpcCodes[] = {
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
   switch (outcome) {
     case kOutcomeConnectError: return "connect_error";
     case kOutcomeIoError: return "io_error";
     case kOutcomeTimeout: return "timeout";
-    default: return std::to_string(outcome);
+    default:
+      if (outcome >= kOutcomeGrpc && outcome < kOutcomeGrpc + static_cast<int>(std::size(kGrpcCodes))) {
+        return kGrpcCodes[outcome - kOutcomeGrpc];
+      }
+      return std::to_string(outcome);
   }
 }
 

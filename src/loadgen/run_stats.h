@@ -17,11 +17,13 @@ namespace weft {
 inline constexpr int kOutcomeConnectError = 1001;
 inline constexpr int kOutcomeIoError = 1002;
 inline constexpr int kOutcomeTimeout = 1003;
+// A gRPC answer is kOutcomeGrpc + its status code (0 = OK ... 16), between the HTTP statuses and the failures.
+inline constexpr int kOutcomeGrpc = 900;
 
 int OutcomeOf(const TransportReply& reply);
-// "200", "429", ..., "connect_error", "io_error", "timeout".
+// "200", "429", ..., "OK", "RESOURCE_EXHAUSTED", ... (gRPC), "connect_error", "io_error", "timeout".
 std::string OutcomeName(int outcome);
-inline bool IsSuccess(int outcome) { return outcome >= 200 && outcome < 300; }
+inline bool IsSuccess(int outcome) { return (outcome >= 200 && outcome < 300) || outcome == kOutcomeGrpc; }
 inline bool IsAnswer(int outcome) { return outcome < kOutcomeConnectError; }
 
 // What one worker recorded over the measured part of a run (after warmup). Every request it sent ends in exactly

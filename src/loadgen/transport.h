@@ -20,13 +20,13 @@ struct TransportReply {
     kTimeout,  // no answer by the deadline
   };
   Failure failure = Failure::kNone;
-  unsigned status = 0;  // the protocol's status (an HTTP code) when failure == kNone
+  unsigned status = 0;  // when failure == kNone: an HTTP status, or kOutcomeGrpc + a gRPC code (run_stats.h)
   std::string body;     // the answer's body
   std::string error;    // why, when failure != kNone
 };
 
-// A PreparedRequest encoded for one transport (the bytes of an HTTP request, later a gRPC message). Built once
-// per run and shared, read-only, by every channel on every thread.
+// A PreparedRequest encoded for one transport (the bytes of an HTTP request, or a serialized gRPC message). Built
+// once per run and shared, read-only, by every channel on every thread.
 class WireRequest {
  public:
   virtual ~WireRequest() = default;

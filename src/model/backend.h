@@ -13,6 +13,14 @@
 
 namespace weft {
 
+// The device queue an execution belongs to, as plain data so that the model layer needs no device layer. kind kGpu:
+// `native` is a cudaStream_t of GPU `device_id`. kCpu: there is no device queue (native is null).
+struct ExecutionStream {
+  MemoryKind kind = MemoryKind::kCpu;
+  int device_id = 0;
+  void* native = nullptr;
+};
+
 // One loaded copy of a model that runs batches. The narrow contract every backend implements: never called
 // concurrently for one instance; inputs come in the order of the config's inputs, already in the framework's
 // shape (reshape applied), with the batch dimension first when max_batch_size > 0. Returns one tensor per
@@ -21,6 +29,13 @@ class ModelInstance {
  public:
   virtual ~ModelInstance() = default;
   virtual Result<std::vector<Tensor>> Execute(std::span<const Tensor> inputs) = 0;
+
+  // Optional. Called on the executing thread right before an Execute that belongs to a device stream. A backend
+  // that launches device work (TorchScript with CUDA, the gpu_spin builtin) launches it into `stream` and may
+  // return outputs that are complete only once the stream has passed that work: the caller reads them after the
+  // stream's completion fires, never before. The default ignores the stream: the instance computes on the calling
+  // thread and its outputs are complete when Execute returns.
+  virtual void SetStream(const ExecutionStream& stream) {}
 };
 
 // A runtime that turns model files into instances. Thread-safe.

@@ -22,8 +22,17 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
       queue_options_(QueueOptions::FromConfig(config_, options_.max_queue)),
       metrics_(metrics, config_.name, options_.version, static_cast<uint32_t>(queue_options_.levels.size())),
       queue_(queue_options_) {
-  for (ModelInstance* instance : instances) {
-    threads_.emplace_back([this, instance](std::stop_token stop) { Serve(stop, instance); });
+  std::vector<InstanceExecutor*> executors = options_.executors;
+  if (executors.empty()) {
+    for (ModelInstance* instance : instances) {
+      inline_executors_.push_back(std::make_unique<InlineExecutor>(instance));
+      executors.push_back(inline_executors_.back().get());
+    }
+  }
+  WEFT_CHECK(executors.size() == instances.size()) << "model '" << config_.name << "': " << executors.size()
+                                                   << " executors for " << instances.size() << " instances";
+  for (InstanceExecutor* executor : executors) {
+    threads_.emplace_back([this, executor](std::stop_token stop) { Serve(stop, executor); });
   }
   threads_.emplace_back([this](std::stop_token stop) { RunTimer(stop); });
 }
@@ -40,6 +49,11 @@ Scheduler::~Scheduler() {
   left.clear();
   // Stopping wakes the waiting threads; an instance in an execution finishes and answers it first.
   threads_.clear();
+  {
+    // Executions submitted to a device answer from its completion thread.
+    std::unique_lock lock(mu_);
+    inflight_done_.wait(lock, [this] { return inflight_ == 0; });
+  }
   Entries cancelled;
   {
     std::lock_guard lock(mu_);
@@ -137,11 +151,12 @@ void Scheduler::QueueChangedLocked() {
   }
 }
 
-void Scheduler::Serve(std::stop_token stop, ModelInstance* instance) {
+void Scheduler::Serve(std::stop_token stop, InstanceExecutor* executor) {
   const size_t snapshot_size =
       batch_policy_.dynamic_batching ? static_cast<size_t>(batch_policy_.max_batch_size) + 1 : 1;
   Entries batch;
   Entries expired;
+  bool have_slot = false;  // a slot of the executor, taken for the batch about to be popped
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
     // Checked here as well as by the timer, which may run late: an expired request must never start.
@@ -157,24 +172,40 @@ void Scheduler::Serve(std::stop_token stop, ModelInstance* instance) {
     }
     queue_.Snapshot(snapshot_size, &snapshot_);
     const BatchDecision decision = DecideBatch(snapshot_, now, batch_policy_);
+    if (decision.kind != BatchDecision::Kind::kRun && have_slot) {
+      // Never hold a slot while idle: for a best-effort instance it is a share of the device's budget.
+      executor->ReleaseSlot();
+      have_slot = false;
+    }
     const uint64_t seen = generation_;
     auto changed = [this, seen] { return generation_ != seen; };
     switch (decision.kind) {
       case BatchDecision::Kind::kIdle: work_changed_.wait(lock, stop, changed); break;
       case BatchDecision::Kind::kWait: work_changed_.wait_until(lock, stop, decision.wait_until, changed); break;
       case BatchDecision::Kind::kRun: {
+        if (!have_slot && !executor->TryAcquireSlot()) {
+          // Gated on completions: the requests stay queued (and may form a larger batch) until a slot frees.
+          lock.unlock();
+          const bool acquired = executor->AcquireSlot(stop);
+          lock.lock();
+          if (!acquired) break;
+          have_slot = true;
+          continue;  // decide again: the queue moved on while this thread waited
+        }
+        have_slot = false;  // Dispatch uses it
         queue_.PopFront(decision.count, &batch);
         QueueChangedLocked();
         const bool more = queue_.size() > 0;
         lock.unlock();
         if (more) work_changed_.notify_one();
-        Execute(instance, std::move(batch));
+        Dispatch(executor, std::move(batch));
         batch.clear();
         lock.lock();
         break;
       }
     }
   }
+  if (have_slot) executor->ReleaseSlot();
 }
 
 void Scheduler::RunTimer(std::stop_token stop) {
@@ -226,12 +257,15 @@ void Scheduler::AnswerExpired(Entries& expired, SteadyTime now) {
   expired.clear();
 }
 
-void Scheduler::Execute(ModelInstance* instance, Entries batch) {
-  const SteadyTime start = std::chrono::steady_clock::now();
-  std::vector<const std::vector<Tensor>*> parts;
+// A batch between its submission and its answers.
+struct Scheduler::InFlight {
+  Entries entries;
   std::vector<int64_t> batch_sizes;
-  parts.reserve(batch.size());
-  batch_sizes.reserve(batch.size());
+  int64_t items = 0;
+};
+
+void Scheduler::Dispatch(InstanceExecutor* executor, Entries batch) {
+  const SteadyTime start = std::chrono::steady_clock::now();
   for (auto& e : batch) {
     // Out of the queue now: the bytes no longer count, and a cancel no longer needs a callback (a result is
     // dropped instead). Both are released here, outside mu_.
@@ -251,28 +285,49 @@ void Scheduler::Execute(ModelInstance* instance, Entries batch) {
     }
   }
   std::erase(batch, nullptr);
-  int64_t items = 0;
+  if (batch.empty()) {
+    executor->ReleaseSlot();
+    return;
+  }
+  auto inflight = std::make_shared<InFlight>();
+  std::vector<const std::vector<Tensor>*> parts;
+  parts.reserve(batch.size());
+  inflight->batch_sizes.reserve(batch.size());
   for (auto& e : batch) {
     parts.push_back(&e->inputs);
-    batch_sizes.push_back(e->batch_size);
-    items += e->batch_size;
+    inflight->batch_sizes.push_back(e->batch_size);
+    inflight->items += e->batch_size;
   }
-  if (batch.empty()) return;
-  Result<std::vector<Tensor>> outputs = [&] {
-    std::vector<Tensor> joined = JoinInputs(parts);
-    return instance->Execute(joined);
-  }();
-  const SteadyTime end = std::chrono::steady_clock::now();
-  metrics_.compute_duration->Observe(Seconds(end - start));
+  std::vector<Tensor> joined = JoinInputs(parts);
+  // The executor holds what the backend reads (the joined copy, or the one request's own tensors) until the
+  // execution completes; the requests' references go now, so a joined batch frees the request bytes at once.
+  for (auto& e : batch) e->inputs.clear();
+  inflight->entries = std::move(batch);
+  {
+    std::lock_guard lock(mu_);
+    ++inflight_;
+  }
+  executor->Submit(std::move(joined),
+                   [this, inflight](Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing) {
+                     Finish(*inflight, std::move(outputs), timing);
+                     inflight->entries.clear();
+                     // The last touch of `this`: the destructor may run as soon as mu_ is released.
+                     std::lock_guard lock(mu_);
+                     if (--inflight_ == 0) inflight_done_.notify_all();
+                   });
+}
+
+void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing) {
+  Entries& batch = inflight.entries;
+  metrics_.compute_duration->Observe(Seconds(timing.end - timing.start));
   metrics_.execution_count->Increment();
-  metrics_.inference_count->Increment(static_cast<double>(items));
-  metrics_.batch_size->Observe(static_cast<double>(items));
-  for (auto& e : batch) e->inputs.clear();  // release the request bytes as soon as the backend is done
+  metrics_.inference_count->Increment(static_cast<double>(inflight.items));
+  metrics_.batch_size->Observe(static_cast<double>(inflight.items));
 
   Result<std::vector<std::vector<Tensor>>> split = [&]() -> Result<std::vector<std::vector<Tensor>>> {
     if (!outputs.ok()) return outputs.status();
     if (batch.size() == 1) return std::vector<std::vector<Tensor>>{std::move(outputs).value()};
-    return SplitOutputs(*outputs, batch_sizes);
+    return SplitOutputs(*outputs, inflight.batch_sizes);
   }();
   if (outputs.ok() && !split.ok()) {
     WEFT_LOG(Error) << "model '" << config_.name << "': " << split.status().message();

@@ -15,6 +15,7 @@
 #include "model/request.h"
 #include "scheduler/batch_policy.h"
 #include "scheduler/byte_budget.h"
+#include "scheduler/instance_executor.h"
 #include "scheduler/request_queue.h"
 #include "scheduler/version_metrics.h"
 
@@ -32,8 +33,11 @@ using OutputFinisher = std::function<Result<std::vector<Tensor>>(const Inference
 //   queueing   - a queue per level ordered by deadline; a timer thread answers a request whose deadline passes
 //                at that moment, and a cancelled request leaves its queue as its token fires;
 //   batching   - a free instance asks DecideBatch (a pure function of the queue's head and the time) what to
-//                run: joined inputs go to the instance, outputs are split back into views per request.
-// One thread per instance, so an instance never runs two executions at once and N instances run N at once.
+//                run, takes a slot of its executor, and hands the joined inputs over; outputs are split back
+//                into views per request when the execution completes.
+// One thread per instance forms its batches. By default it also runs them (one at a time, so N instances run N at
+// once); with executors (the engine's device lanes) it submits up to the executor's bound of batches in flight and
+// the answers come from the executor's completion thread.
 // Every submitted request is answered exactly once: by its execution, or with RESOURCE_EXHAUSTED (no room),
 // DEADLINE_EXCEEDED (never executed), CANCELLED, ABORTED (superseded) or UNAVAILABLE (the scheduler stopped
 // first). Thread-safe; Submit never blocks on an execution.
@@ -44,6 +48,8 @@ class Scheduler {
     size_t max_queue = 0;               // requests queued over all levels; 0 = unbounded
     ByteBudget* byte_budget = nullptr;  // queued input bytes, shared between schedulers; null = none
     OutputFinisher finish_outputs;      // empty = the split outputs as they are
+    // One per instance, in the same order: where its batches run. Empty = on the instance's own thread.
+    std::vector<InstanceExecutor*> executors;
   };
   struct Work {
     std::unique_ptr<InferenceRequest> request;
@@ -51,10 +57,11 @@ class Scheduler {
     InferenceCallback on_done;
   };
 
-  // Starts one thread per instance and the timer thread. `instances` and `options.byte_budget` must outlive the
-  // scheduler; nothing else calls the instances while it runs.
+  // Starts one thread per instance and the timer thread. `instances`, `options.byte_budget` and
+  // `options.executors` must outlive the scheduler; nothing else calls the instances while it runs.
   Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, Options options, MetricsRegistry* metrics);
-  // Answers every queued request UNAVAILABLE, lets running executions finish and answer, then stops the threads.
+  // Answers every queued request UNAVAILABLE, stops the threads, and waits until every execution in flight has
+  // answered. Never destroy it on an executor's completion thread.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -73,12 +80,16 @@ class Scheduler {
   // source (returned in `superseded`) and queues it. An error leaves the entry with the caller.
   Status AdmitLocked(std::unique_ptr<QueueEntry>& entry, SteadyTime now, std::unique_ptr<QueueEntry>* superseded,
                      bool* wake_timer);
-  void Serve(std::stop_token stop, ModelInstance* instance);
+  struct InFlight;
+  void Serve(std::stop_token stop, InstanceExecutor* executor);
   void RunTimer(std::stop_token stop);
   // The cancel callback of a queued request; runs on the cancelling thread. Answers on the timer thread, so
   // that no caller's code runs inside CancelToken::Cancel().
   void OnCancelled(uint64_t id);
-  void Execute(ModelInstance* instance, Entries batch);
+  // Checks the batch once more (cancelled, expired), joins its inputs and submits it, using the slot taken.
+  void Dispatch(InstanceExecutor* executor, Entries batch);
+  // On the executor's completion: metrics, outputs split back, answers.
+  void Finish(InFlight& batch, Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing);
   void AnswerExpired(Entries& expired, SteadyTime now);
   void Answer(QueueEntry& entry, Result<InferenceResponse> result);
   void QueueChangedLocked();
@@ -94,14 +105,18 @@ class Scheduler {
   std::atomic<uint64_t> next_id_{1};  // queue entry ids; lock-free
 
   std::mutex mu_;
-  std::condition_variable_any work_changed_;  // instances wait here for work
-  std::condition_variable_any timer_wake_;    // the timer waits here for an earlier deadline or a cancellation
-  bool stopping_ = false;                     // guarded by mu_
-  uint64_t generation_ = 0;                   // guarded by mu_; bumped by every change of queue_
-  bool timer_dirty_ = false;                  // guarded by mu_; the earliest deadline moved up
-  RequestQueue queue_;                        // guarded by mu_
-  QueueSnapshot snapshot_;                    // guarded by mu_; reused to spare allocations
-  Entries cancelled_;                         // guarded by mu_; left the queue, to be answered by the timer
+  std::condition_variable_any work_changed_;   // instances wait here for work
+  std::condition_variable_any timer_wake_;     // the timer waits here for an earlier deadline or a cancellation
+  bool stopping_ = false;                      // guarded by mu_
+  uint64_t generation_ = 0;                    // guarded by mu_; bumped by every change of queue_
+  bool timer_dirty_ = false;                   // guarded by mu_; the earliest deadline moved up
+  RequestQueue queue_;                         // guarded by mu_
+  QueueSnapshot snapshot_;                     // guarded by mu_; reused to spare allocations
+  Entries cancelled_;                          // guarded by mu_; left the queue, to be answered by the timer
+  size_t inflight_ = 0;                        // guarded by mu_; submitted executions not yet answered
+  std::condition_variable_any inflight_done_;  // the destructor waits here for inflight_ == 0
+
+  std::vector<std::unique_ptr<InlineExecutor>> inline_executors_;  // when options_.executors is empty
 
   std::vector<std::jthread> threads_;  // started last, joined first
 };

@@ -429,5 +429,86 @@ TEST_F(SchedulerTest, StressEveryRequestIsAnsweredOnce) {
   for (const auto& instance : instances_) EXPECT_FALSE(instance->overlapped());
 }
 
+// An executor with one slot whose batches complete when the test says so, from the test's thread, as a device's
+// completion thread would.
+class ManualExecutor : public InstanceExecutor {
+ public:
+  explicit ManualExecutor(ModelInstance* instance) : instance_(instance) {}
+  bool TryAcquireSlot() override {
+    std::lock_guard lock(mu_);
+    if (busy_) return false;
+    busy_ = true;
+    return true;
+  }
+  bool AcquireSlot(std::stop_token stop) override {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait(lock, stop, [this] { return !busy_; })) return false;
+    busy_ = true;
+    return true;
+  }
+  void ReleaseSlot() override {
+    std::lock_guard lock(mu_);
+    busy_ = false;
+    cv_.notify_all();
+  }
+  void Submit(std::vector<Tensor> inputs, ExecutionDone done) override {
+    std::lock_guard lock(mu_);
+    pending_.emplace_back(std::move(inputs), std::move(done));
+    cv_.notify_all();
+  }
+  bool WaitForSubmitted() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [this] { return !pending_.empty(); });
+  }
+  // Runs and completes the oldest submitted batch; false if none came within 10 s.
+  bool CompleteOne() {
+    std::pair<std::vector<Tensor>, ExecutionDone> batch;
+    {
+      std::unique_lock lock(mu_);
+      if (!cv_.wait_for(lock, std::chrono::seconds(10), [this] { return !pending_.empty(); })) return false;
+      batch = std::move(pending_.front());
+      pending_.erase(pending_.begin());
+    }
+    const SteadyTime now = std::chrono::steady_clock::now();
+    batch.second(instance_->Execute(batch.first), {now, now});
+    ReleaseSlot();
+    return true;
+  }
+
+ private:
+  ModelInstance* const instance_;
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  bool busy_ = false;                                                   // guarded by mu_
+  std::vector<std::pair<std::vector<Tensor>, ExecutionDone>> pending_;  // guarded by mu_
+};
+
+// Gated on completions: while the one slot is taken, requests stay queued and join the next batch.
+TEST_F(SchedulerTest, RequestsWaitInTheQueueUntilTheExecutorHasASlot) {
+  instances_.push_back(std::make_unique<FakeInstance>());
+  ManualExecutor executor(instances_[0].get());
+  scheduler_ = std::make_unique<Scheduler>(FakeConfig(8, DynamicBatchingConfig{}),
+                                           std::vector<ModelInstance*>{instances_[0].get()},
+                                           Scheduler::Options{.version = 1, .executors = {&executor}}, &metrics_);
+  Submit("first", {1});
+  std::this_thread::sleep_for(milliseconds(20));  // dispatched: the slot is taken
+  for (int i = 0; i < 4; ++i) Submit("r" + std::to_string(i), {float(i)});
+  std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_FALSE(answers_.Has("first"));
+  ASSERT_TRUE(executor.CompleteOne());  // answers "first" on this thread, frees the slot
+  EXPECT_EQ(Output("first"), (std::vector<float>{2}));
+  ASSERT_TRUE(executor.CompleteOne());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(Output("r" + std::to_string(i)), (std::vector<float>{2.0f * i}));
+  auto log = instances_[0]->log();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1].shapes[0], (Shape{4, 1}));
+  // Shutdown with a batch in flight waits for its answer.
+  Submit("last", {5});
+  ASSERT_TRUE(executor.WaitForSubmitted());
+  std::jthread completer([&] { executor.CompleteOne(); });
+  scheduler_.reset();
+  EXPECT_EQ(Code("last"), StatusCode::kOk);
+}
+
 }  // namespace
 }  // namespace weft

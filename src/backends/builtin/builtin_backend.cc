@@ -5,20 +5,24 @@
 #include <thread>
 #include <type_traits>
 
+#include "backends/builtin/stateful_models.h"
 #include "backends/common/model_checks.h"
 
 namespace weft {
 namespace {
 
-enum class BuiltinModel { kIdentity, kAddSub, kSleep };
+enum class BuiltinModel { kIdentity, kAddSub, kSleep, kCounter, kGpuSpin };
 
 Result<BuiltinModel> ModelOf(const ModelConfig& config) {
   std::string name = config.Parameter("builtin");
   if (name == "identity") return BuiltinModel::kIdentity;
   if (name == "add_sub") return BuiltinModel::kAddSub;
   if (name == "sleep") return BuiltinModel::kSleep;
-  if (name.empty()) return InvalidArgument("parameters 'builtin': missing; expected identity, add_sub or sleep");
-  return InvalidArgument("parameters 'builtin': expected identity, add_sub or sleep, got '" + name + "'");
+  if (name == "counter") return BuiltinModel::kCounter;
+  if (name == "gpu_spin") return BuiltinModel::kGpuSpin;
+  constexpr char kKnown[] = "identity, add_sub, sleep, counter or gpu_spin";
+  if (name.empty()) return InvalidArgument(std::string("parameters 'builtin': missing; expected ") + kKnown);
+  return InvalidArgument(std::string("parameters 'builtin': expected ") + kKnown + ", got '" + name + "'");
 }
 
 // Output i is input i, renamed: the same bytes and owner, so nothing is copied. The sleep model adds a delay.
@@ -165,6 +169,8 @@ class BuiltinBackend : public Backend {
         WEFT_RETURN_IF_ERROR(NonNegativeIntParameter(config, "batch_delay_us", 0).status());
         WEFT_RETURN_IF_ERROR(NonNegativeIntParameter(config, "item_delay_us", 0).status());
         return ValidateIdentity(config);
+      case BuiltinModel::kCounter: return ValidateCounter(config);
+      case BuiltinModel::kGpuSpin: return ValidateGpuSpin(config);
     }
     return Internal("unreachable");
   }
@@ -193,6 +199,8 @@ class BuiltinBackend : public Backend {
                                                       std::chrono::microseconds(item_us));
         break;
       }
+      case BuiltinModel::kCounter: return MakeCounterInstance(config);
+      case BuiltinModel::kGpuSpin: return MakeGpuSpinInstance(config);
     }
     return instance;
   }

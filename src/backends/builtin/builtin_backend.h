@@ -12,6 +12,9 @@ namespace weft {
 //   add_sub   INPUT0, INPUT1 (same shape, FP32/FP64/INT32/INT64) -> OUTPUT0 = a + b, OUTPUT1 = a - b.
 //   sleep     identity after sleeping parameters batch_delay_us + item_delay_us * batch size (default 0 each):
 //             a model whose cost is fixed per batch, the case that dynamic batching is for.
+//   counter   a running count of executed items per instance (its output depends on execution order);
+//   gpu_spin  a CUDA kernel that spins for a configured time on a configured number of blocks (needs a GPU).
+//             Both are described in stateful_models.h.
 // No model file is needed. Thread-safe.
 std::shared_ptr<const Backend> MakeBuiltinBackend();
 

@@ -249,5 +249,50 @@ TEST(BuiltinBackendTest, SleepWithoutBatchingCountsOneItem) {
   EXPECT_LT(elapsed, std::chrono::microseconds(150000));  // not 8 items' worth
 }
 
+TEST(BuiltinBackendTest, CounterCountsItemsInExecutionOrder) {
+  auto config = Builtin("counter", 8, {Spec("INPUT0", DataType::kFp32, {1})}, {Spec("OUTPUT0", DataType::kInt64, {1})});
+  auto instance = Create(config);
+  ASSERT_NE(instance, nullptr);
+  std::vector<Tensor> batch{Make<float>("INPUT0", DataType::kFp32, {3, 1}, {0, 0, 0})};
+  auto first = instance->Execute(batch);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ((*first)[0].shape(), (Shape{3, 1}));
+  EXPECT_EQ(Values<int64_t>((*first)[0]), (std::vector<int64_t>{0, 1, 2}));
+  std::vector<Tensor> one{Make<float>("INPUT0", DataType::kFp32, {1, 1}, {0})};
+  EXPECT_EQ(Values<int64_t>((*instance->Execute(one))[0]), (std::vector<int64_t>{3}));
+  // A second instance counts on its own.
+  auto other = Create(config);
+  EXPECT_EQ(Values<int64_t>((*other->Execute(one))[0]), (std::vector<int64_t>{0}));
+}
+
+TEST(BuiltinBackendTest, CounterNeedsAnInt64OutputOfOne) {
+  auto config = Builtin("counter", 8, {Spec("INPUT0", DataType::kFp32, {1})}, {Spec("OUTPUT0", DataType::kFp32, {1})});
+  EXPECT_THAT(MakeBuiltinBackend()->Validate(config).message(), HasSubstr("TYPE_INT64"));
+}
+
+TEST(BuiltinBackendTest, GpuSpinValidatesEverywhereAndLoadsOnlyWithAGpu) {
+  auto config = Builtin("gpu_spin", 8, {Spec("INPUT0", DataType::kFp32, {4})}, {Spec("OUTPUT0", DataType::kFp32, {4})});
+  config.parameters["spin_us"] = "500";
+  config.parameters["blocks"] = "8";
+  auto backend = MakeBuiltinBackend();
+  EXPECT_TRUE(backend->Validate(config).ok()) << backend->Validate(config).ToString();
+  auto instance = backend->CreateInstance(config, "/nonexistent", 0);
+  if (!instance.ok()) {
+    // A build without CUDA, or a machine without a GPU: the reason says which.
+    EXPECT_EQ(instance.status().code(), StatusCode::kUnavailable);
+    EXPECT_THAT(instance.status().message(), HasSubstr("gpu_spin needs a GPU"));
+    return;
+  }
+  // With a GPU, but no CUDA stream handed over: the CPU device cannot run it.
+  std::vector<Tensor> batch{Make<float>("INPUT0", DataType::kFp32, {1, 4}, {1, 2, 3, 4})};
+  EXPECT_EQ((*instance)->Execute(batch).status().code(), StatusCode::kUnavailable);
+}
+
+TEST(BuiltinBackendTest, GpuSpinRejectsBadParameters) {
+  auto config = Builtin("gpu_spin", 8, {Spec("INPUT0", DataType::kFp32, {4})}, {Spec("OUTPUT0", DataType::kFp32, {4})});
+  config.parameters["blocks"] = "0";
+  EXPECT_THAT(MakeBuiltinBackend()->Validate(config).message(), HasSubstr("blocks"));
+}
+
 }  // namespace
 }  // namespace weft

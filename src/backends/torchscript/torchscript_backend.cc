@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "backends/common/model_checks.h"
+#include "backends/torchscript/torch_stream.h"
 #include "base/log.h"
 
 namespace weft {
@@ -113,16 +114,28 @@ Result<std::vector<torch::Tensor>> Flatten(const c10::IValue& value) {
 
 class TorchScriptInstance : public ModelInstance {
  public:
-  TorchScriptInstance(ModelConfig config, torch::jit::Module module)
-      : config_(std::move(config)), module_(std::move(module)) {}
+  TorchScriptInstance(ModelConfig config, torch::jit::Module module, torch::Device device)
+      : config_(std::move(config)), module_(std::move(module)), device_(device) {}
+
+  // The multiplexer's stream for the next Execute (see ModelInstance::SetStream).
+  void SetStream(const ExecutionStream& stream) override { stream_ = stream; }
 
   Result<std::vector<Tensor>> Execute(std::span<const Tensor> inputs) override {
     WEFT_RETURN_IF_ERROR(CheckInputs(config_, inputs));
     try {
       c10::InferenceMode inference_mode;
+      // On a GPU with the multiplexer's stream: every copy and kernel goes into that stream, and Execute returns
+      // once they are launched. The outputs are pinned host tensors that the stream fills; the caller reads them
+      // after the stream's completion. Without a stream, torch's own stream, and the outputs are complete here.
+      const bool on_stream = device_.is_cuda() && stream_.kind == MemoryKind::kGpu;
+      std::unique_ptr<TorchStreamScope> scope = on_stream ? EnterTorchStream(stream_) : nullptr;
       std::vector<c10::IValue> arguments;
       arguments.reserve(inputs.size());
-      for (const Tensor& input : inputs) arguments.emplace_back(WrapInput(input));
+      for (const Tensor& input : inputs) {
+        torch::Tensor t = WrapInput(input);
+        if (device_.is_cuda()) t = t.to(device_, /*non_blocking=*/on_stream);
+        arguments.emplace_back(std::move(t));
+      }
       c10::IValue result;
       try {
         result = module_.forward(std::move(arguments));
@@ -133,7 +146,7 @@ class TorchScriptInstance : public ModelInstance {
         return ForwardError(e.what());
       }
       WEFT_ASSIGN_OR_RETURN(std::vector<torch::Tensor> results, Flatten(result));
-      return ToOutputs(std::move(results), BatchSize(config_, inputs));
+      return ToOutputs(std::move(results), BatchSize(config_, inputs), on_stream);
     } catch (const c10::Error& e) {
       return Internal("model '" + config_.name + "': " + Message(e));
     } catch (const std::exception& e) {
@@ -148,8 +161,9 @@ class TorchScriptInstance : public ModelInstance {
     return InvalidArgument("model '" + config_.name + "' rejected its inputs: " + ForwardMessage(message));
   }
 
-  // May throw c10::Error (device copies, contiguous()).
-  Result<std::vector<Tensor>> ToOutputs(std::vector<torch::Tensor> results, int64_t batch_size) const {
+  // May throw c10::Error (device copies, contiguous()). `async`: device results are copied into pinned host memory
+  // in stream order, complete only after the stream's completion.
+  Result<std::vector<Tensor>> ToOutputs(std::vector<torch::Tensor> results, int64_t batch_size, bool async) const {
     if (results.size() != config_.outputs.size()) {
       return Internal("model '" + config_.name + "' returned " + std::to_string(results.size()) +
                       " tensors, the config declares " + std::to_string(config_.outputs.size()) + " outputs");
@@ -159,7 +173,13 @@ class TorchScriptInstance : public ModelInstance {
     for (size_t i = 0; i < results.size(); ++i) {
       const TensorConfig& want = config_.outputs[i];
       torch::Tensor result = results[i];
-      if (!result.device().is_cpu()) result = result.cpu();
+      if (!result.device().is_cpu() && async) {
+        torch::Tensor host = torch::empty(result.sizes(), result.options().device(torch::kCPU).pinned_memory(true));
+        host.copy_(result, /*non_blocking=*/true);
+        result = std::move(host);
+      } else if (!result.device().is_cpu()) {
+        result = result.cpu();
+      }
       result = result.contiguous();
       std::optional<DataType> type = WeftType(result.scalar_type());
       if (!type) {
@@ -178,7 +198,28 @@ class TorchScriptInstance : public ModelInstance {
 
   const ModelConfig config_;
   torch::jit::Module module_;
+  const torch::Device device_;  // where the module lives
+  ExecutionStream stream_;      // set before each Execute by the executing thread
 };
+
+// KIND_GPU and KIND_AUTO instances go to a GPU when libtorch has CUDA and sees one (the first listed GPU, else
+// GPU 0); everything else stays on the CPU, as with a CPU-only libtorch.
+torch::Device DeviceFor(const ModelConfig& config, int index) {
+  if (!TorchCudaAvailable()) return torch::Device(torch::kCPU);
+  InstanceKind kind = InstanceKind::kAuto;
+  int gpu = 0;
+  int seen = 0;
+  for (const InstanceGroupConfig& group : config.instance_groups) {
+    if (index < seen + group.count) {
+      kind = group.kind;
+      if (!group.gpus.empty()) gpu = group.gpus[(index - seen) % group.gpus.size()];
+      break;
+    }
+    seen += group.count;
+  }
+  if (kind != InstanceKind::kGpu && kind != InstanceKind::kAuto) return torch::Device(torch::kCPU);
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(gpu));
+}
 
 // A config whose input count forward() cannot take fails here, at load, rather than on every request.
 Status CheckForwardArity(const torch::jit::Module& module, const ModelConfig& config) {
@@ -222,11 +263,15 @@ class TorchScriptBackend : public Backend {
     try {
       // Process-wide in torch (see the header): the last instance created decides for all models.
       at::set_num_threads(static_cast<int>(threads));
-      // Loaded onto the CPU, whatever device the file was saved from.
-      torch::jit::Module module = torch::jit::load(file.string(), torch::Device(torch::kCPU));
+      // Loaded onto the instance's device, whatever device the file was saved from.
+      const torch::Device device = DeviceFor(config, index);
+      torch::jit::Module module = torch::jit::load(file.string(), device);
       module.eval();
       WEFT_RETURN_IF_ERROR(CheckForwardArity(module, config));
-      return std::unique_ptr<ModelInstance>(std::make_unique<TorchScriptInstance>(config, std::move(module)));
+      if (device.is_cuda()) {
+        WEFT_LOG(Info) << "model '" << config.name << "' instance " << index << " on " << device;
+      }
+      return std::unique_ptr<ModelInstance>(std::make_unique<TorchScriptInstance>(config, std::move(module), device));
     } catch (const c10::Error& e) {
       return Internal("model '" + config.name + "': cannot load TorchScript file " + file.string() + ": " + Message(e));
     } catch (const std::exception& e) {

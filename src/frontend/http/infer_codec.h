@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "base/result.h"
+#include "frontend/shm/shared_memory.h"
 #include "model/model_config.h"
 #include "model/request.h"
 #include "tensor/tensor.h"
@@ -24,6 +25,8 @@ struct OutputFormat {
   std::vector<std::string> requested;  // the request's `outputs`, in its order; empty = every output
   bool binary_by_default = false;      // request parameter `binary_data_output`
   std::map<std::string, bool> binary;  // per requested output: its parameter `binary_data`
+  // Requested outputs placed in shared memory: written there, and listed in the response without data.
+  SharedMemoryOutputs shared_memory;
 
   bool IsBinary(const std::string& output) const;
 };
@@ -37,6 +40,9 @@ struct InferBody {
   std::shared_ptr<const void> owner;
   // Inference-Header-Content-Length: the JSON is the first json_size bytes and binary tensor data follows.
   std::optional<size_t> json_size;
+  // Where inputs and outputs that name a region with the shared_memory_* parameters are looked up; null means the
+  // extension is off.
+  const SharedMemoryRegistry* shared_memory = nullptr;
 };
 
 struct DecodedInferRequest {
@@ -45,12 +51,14 @@ struct DecodedInferRequest {
 };
 
 // Decodes `{"id", "parameters", "inputs", "outputs"}`. Inputs sent in the binary section view the body in place
-// when they are aligned for their type (copied otherwise). The `priority` and `timeout` (µs, from `arrival`)
-// parameters set the request's priority and deadline; `binary_data_output` sets the output format; any other
-// parameter is passed on. Errors: InvalidArgument for every wire-format problem (malformed JSON, a missing or
-// mistyped field, an unknown datatype, data that does not fill its shape, an integer out of range of its type,
-// binary sizes that do not add up); Unimplemented for extensions this server lacks (shared memory,
-// classification).
+// when they are aligned for their type (copied otherwise). Inputs and requested outputs may name a shared memory
+// region (`shared_memory_region`, `shared_memory_offset`, `shared_memory_byte_size`): inputs are read from it
+// (see SharedMemoryInput) and outputs go to it; the window is checked against the region now. The `priority` and
+// `timeout` (µs, from `arrival`) parameters set the request's priority and deadline; `binary_data_output` sets the
+// output format; any other parameter is passed on. Errors: InvalidArgument for every wire-format problem (malformed
+// JSON, a missing or mistyped field, an unknown datatype, data that does not fill its shape, an integer out of range of
+// its type, binary sizes that do not add up, a shared memory window out of bounds); NotFound for an unknown shared
+// memory region; Unimplemented for extensions this server lacks (classification, shared memory when it is off).
 Result<DecodedInferRequest> DecodeInferRequest(const InferBody& body, SteadyTime arrival);
 
 // Decodes the raw binary form (Inference-Header-Content-Length: 0): the body is the single input of a model with
@@ -65,8 +73,10 @@ struct EncodedInferResponse {
 };
 
 // Encodes `{"model_name", "model_version", "id", "outputs"}` with the outputs `format` asks for, in its order.
-// InvalidArgument when a BYTES output that is not UTF-8 is asked for as JSON; Internal when the response lacks a
-// requested output or an output's bytes do not match its type and shape.
+// Outputs placed in shared memory are written to it and listed without data, with the parameters
+// `shared_memory_region` and `shared_memory_byte_size` (the bytes written). InvalidArgument when a BYTES output
+// that is not UTF-8 is asked for as JSON or an output does not fit its shared memory window; Internal when the
+// response lacks a requested output or an output's bytes do not match its type and shape.
 Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& response, const OutputFormat& format);
 
 }  // namespace weft

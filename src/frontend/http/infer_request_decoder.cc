@@ -258,12 +258,46 @@ Result<Shape> DecodeShape(dom::element e) {
 
 bool IsSharedMemoryParameter(std::string_view key) { return key.starts_with("shared_memory_"); }
 
-Result<Tensor> DecodeInput(dom::element input, BinarySection* section, size_t json_size) {
+// The shared_memory_* parameters of one input or requested output, as they are collected.
+struct SharedMemoryParameters {
+  bool any = false;
+  std::optional<std::string> region;
+  std::optional<uint64_t> offset, byte_size;
+};
+
+Status CollectSharedMemoryParameter(const dom::key_value_pair& p, SharedMemoryParameters* out) {
+  out->any = true;
+  if (p.key == "shared_memory_region") {
+    if (p.value.type() != Type::STRING) return InvalidArgument("'shared_memory_region' must be a string");
+    out->region = std::string(p.value.get_string().value_unsafe());
+  } else if (p.key == "shared_memory_offset" || p.key == "shared_memory_byte_size") {
+    std::optional<uint64_t> v = AsUnsigned(p.value);
+    if (!v) return InvalidArgument("'" + std::string(p.key) + "' must be a non-negative integer");
+    (p.key == "shared_memory_offset" ? out->offset : out->byte_size) = v;
+  } else {
+    return InvalidArgument("unknown parameter " + Quoted(p.key));
+  }
+  return Status::Ok();
+}
+
+// The region window the parameters name. Unimplemented when the extension is off.
+Result<SharedMemoryRef> SharedMemoryRefOf(const SharedMemoryParameters& p, const SharedMemoryRegistry* registry) {
+  if (registry == nullptr) {
+    return Unimplemented("shared memory is not enabled on this server (weft serve --allow-shared-memory)");
+  }
+  if (!p.region || p.region->empty()) return InvalidArgument("'shared_memory_region' must name a region");
+  if (!p.byte_size) return InvalidArgument("'shared_memory_byte_size' is required with 'shared_memory_region'");
+  return SharedMemoryRef{*p.region, p.offset.value_or(0), *p.byte_size};
+}
+
+Result<Tensor> DecodeInput(dom::element input, BinarySection* section, size_t json_size,
+                           const SharedMemoryRegistry* shared_memory) {
   if (input.type() != Type::OBJECT) return InvalidArgument("each of 'inputs' must be an object");
   std::optional<std::string> name;
   std::optional<std::string_view> datatype;
   std::optional<dom::element> shape_json, data;
   std::optional<uint64_t> binary_size;
+  SharedMemoryParameters shm;
   for (dom::key_value_pair field : ObjectOf(input)) {
     if (field.key == "name") {
       if (field.value.type() != Type::STRING) return InvalidArgument("an input's 'name' must be a string");
@@ -282,7 +316,7 @@ Result<Tensor> DecodeInput(dom::element input, BinarySection* section, size_t js
           binary_size = AsUnsigned(p.value);
           if (!binary_size) return InvalidArgument("'binary_data_size' must be a non-negative integer");
         } else if (IsSharedMemoryParameter(p.key)) {
-          return Unimplemented("shared memory inputs are not supported (parameter '" + std::string(p.key) + "')");
+          WEFT_RETURN_IF_ERROR(CollectSharedMemoryParameter(p, &shm));
         }
       }
     }
@@ -296,6 +330,14 @@ Result<Tensor> DecodeInput(dom::element input, BinarySection* section, size_t js
   Result<Shape> shape = DecodeShape(*shape_json);
   if (!shape.ok()) return shape.status().WithContext(where);
 
+  if (shm.any) {
+    if (binary_size || data) return FieldError(where, "names a shared memory region and also carries data");
+    Result<SharedMemoryRef> ref = SharedMemoryRefOf(shm, shared_memory);
+    if (!ref.ok()) return ref.status().WithContext(where);
+    Result<Tensor> tensor = SharedMemoryInput(*shared_memory, *ref, *name, *type, *shape);
+    if (!tensor.ok()) return tensor.status().WithContext(where);
+    return tensor;
+  }
   if (binary_size && data) return FieldError(where, "has both 'data' and 'binary_data_size'");
   if (!binary_size && !data) return FieldError(where, "missing 'data' (or the 'binary_data_size' parameter)");
   Result<Tensor> tensor = binary_size ? TakeBinaryData(*name, *type, *shape, *binary_size, section)
@@ -304,13 +346,15 @@ Result<Tensor> DecodeInput(dom::element input, BinarySection* section, size_t js
   return tensor;
 }
 
-Status DecodeRequestedOutputs(dom::element outputs, InferenceRequest* request, OutputFormat* format) {
+Status DecodeRequestedOutputs(dom::element outputs, const SharedMemoryRegistry* shared_memory,
+                              InferenceRequest* request, OutputFormat* format) {
   if (outputs.type() != Type::ARRAY) return InvalidArgument("'outputs' must be an array");
   std::set<std::string> seen;
   for (dom::element output : ArrayOf(outputs)) {
     if (output.type() != Type::OBJECT) return InvalidArgument("each of 'outputs' must be an object");
     std::optional<std::string> name;
     std::optional<bool> binary;
+    SharedMemoryParameters shm;
     for (dom::key_value_pair field : ObjectOf(output)) {
       if (field.key == "name") {
         if (field.value.type() != Type::STRING) return InvalidArgument("an output's 'name' must be a string");
@@ -324,13 +368,21 @@ Status DecodeRequestedOutputs(dom::element outputs, InferenceRequest* request, O
           } else if (p.key == "classification") {
             return Unimplemented("the classification extension is not supported");
           } else if (IsSharedMemoryParameter(p.key)) {
-            return Unimplemented("shared memory outputs are not supported (parameter '" + std::string(p.key) + "')");
+            WEFT_RETURN_IF_ERROR(CollectSharedMemoryParameter(p, &shm));
           }
         }
       }
     }
     if (!name || name->empty()) return InvalidArgument("a requested output has no 'name'");
     if (!seen.insert(*name).second) return InvalidArgument("output " + Quoted(*name) + " is requested twice");
+    if (shm.any) {
+      std::string where = "output " + Quoted(*name);
+      Result<SharedMemoryRef> ref = SharedMemoryRefOf(shm, shared_memory);
+      if (!ref.ok()) return ref.status().WithContext(where);
+      Result<SharedMemorySlice> slice = shared_memory->Slice(*ref);
+      if (!slice.ok()) return slice.status().WithContext(where);
+      format->shared_memory.emplace(*name, std::move(slice).value());
+    }
     request->requested_outputs.push_back(*name);
     format->requested.push_back(*name);
     if (binary) format->binary[*name] = *binary;
@@ -371,7 +423,7 @@ Status DecodeRequestParameters(dom::element parameters, InferenceRequest* reques
 }
 
 Result<DecodedInferRequest> DecodeDocument(dom::element root, BinarySection* section, size_t json_size,
-                                           SteadyTime arrival) {
+                                           SteadyTime arrival, const SharedMemoryRegistry* shared_memory) {
   if (root.type() != Type::OBJECT) return InvalidArgument("the inference request must be a JSON object");
   DecodedInferRequest out;
   out.request = std::make_unique<InferenceRequest>();
@@ -387,14 +439,14 @@ Result<DecodedInferRequest> DecodeDocument(dom::element root, BinarySection* sec
     } else if (field.key == "inputs") {
       inputs = field.value;
     } else if (field.key == "outputs") {
-      WEFT_RETURN_IF_ERROR(DecodeRequestedOutputs(field.value, &request, &out.output_format));
+      WEFT_RETURN_IF_ERROR(DecodeRequestedOutputs(field.value, shared_memory, &request, &out.output_format));
     }
   }
   if (!inputs) return InvalidArgument("the request has no 'inputs'");
   if (inputs->type() != Type::ARRAY) return InvalidArgument("'inputs' must be an array");
   std::set<std::string> names;
   for (dom::element input : ArrayOf(*inputs)) {
-    WEFT_ASSIGN_OR_RETURN(Tensor tensor, DecodeInput(input, section, json_size));
+    WEFT_ASSIGN_OR_RETURN(Tensor tensor, DecodeInput(input, section, json_size, shared_memory));
     if (!names.insert(tensor.name()).second) {
       return InvalidArgument("input " + Quoted(tensor.name()) + " appears twice");
     }
@@ -432,7 +484,7 @@ Result<DecodedInferRequest> DecodeInferRequest(const InferBody& body, SteadyTime
   if (auto error = parser->parse(json, json_size, /*realloc_if_needed=*/false).get(root)) {
     return InvalidArgument(std::string("malformed JSON: ") + simdjson::error_message(error));
   }
-  return DecodeDocument(root, &section, json_size, arrival);
+  return DecodeDocument(root, &section, json_size, arrival, body.shared_memory);
 }
 
 Result<DecodedInferRequest> DecodeRawInferRequest(const InferBody& body, const ModelConfig& config,

@@ -107,6 +107,31 @@ Status WriteOutput(const Tensor& tensor, bool binary, JsonWriter* json) {
   return Status::Ok();
 }
 
+// An output placed in shared memory: written there, listed without data.
+Status WriteSharedMemoryOutputJson(const Tensor& tensor, const SharedMemorySlice& slice, JsonWriter* json) {
+  Status valid = ValidateTensorBytes(tensor.type(), tensor.shape(), tensor.bytes());
+  if (!valid.ok()) return Internal(valid.WithContext("output '" + tensor.name() + "'").message());
+  WEFT_RETURN_IF_ERROR(WriteSharedMemoryOutput(tensor, slice));
+  json->BeginObject();
+  json->Key("name");
+  json->String(tensor.name());
+  json->Key("datatype");
+  json->String(DataTypeName(tensor.type()));
+  json->Key("shape");
+  json->BeginArray();
+  for (int64_t d : tensor.shape()) json->Int(d);
+  json->EndArray();
+  json->Key("parameters");
+  json->BeginObject();
+  json->Key("shared_memory_region");
+  json->String(slice.region);
+  json->Key("shared_memory_byte_size");
+  json->Uint(tensor.byte_size());
+  json->EndObject();
+  json->EndObject();
+  return Status::Ok();
+}
+
 const Tensor* FindOutput(const InferenceResponse& response, const std::string& name) {
   for (const Tensor& t : response.outputs) {
     if (t.name() == name) return &t;
@@ -130,7 +155,10 @@ Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& respon
 
   EncodedInferResponse encoded;
   size_t json_bytes = 256;
-  for (const Tensor* t : outputs) json_bytes += 128 + (format.IsBinary(t->name()) ? 0 : t->byte_size() * 3);
+  for (const Tensor* t : outputs) {
+    bool elsewhere = format.IsBinary(t->name()) || format.shared_memory.count(t->name());
+    json_bytes += 128 + (elsewhere ? 0 : t->byte_size() * 3);
+  }
   encoded.json.reserve(json_bytes);
   JsonWriter json(&encoded.json);
   json.BeginObject();
@@ -145,6 +173,11 @@ Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& respon
   json.Key("outputs");
   json.BeginArray();
   for (const Tensor* t : outputs) {
+    auto shm = format.shared_memory.find(t->name());
+    if (shm != format.shared_memory.end()) {
+      WEFT_RETURN_IF_ERROR(WriteSharedMemoryOutputJson(*t, shm->second, &json));
+      continue;
+    }
     bool binary = format.IsBinary(t->name());
     WEFT_RETURN_IF_ERROR(WriteOutput(*t, binary, &json));
     if (binary) encoded.binary.push_back(*t);

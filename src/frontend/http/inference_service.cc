@@ -7,6 +7,7 @@
 
 #include "frontend/http/infer_codec.h"
 #include "frontend/http/json_writer.h"
+#include "frontend/http/shared_memory_codec.h"
 #include "frontend/http/status_mapping.h"
 
 #ifndef WEFT_VERSION
@@ -21,8 +22,10 @@ using Endpoint = InferenceService::Endpoint;
 namespace {
 
 constexpr const char* kRequestsHelp = "HTTP requests answered, by endpoint and status class.";
+constexpr const char* kAllRequestsHelp =
+    "Requests answered, by protocol, endpoint and status (HTTP class or gRPC code).";
 constexpr std::string_view kEndpointNames[] = {"health",       "server_metadata", "model_metadata", "model_ready",
-                                               "model_config", "infer",           "unknown"};
+                                               "model_config", "infer",           "shared_memory",  "unknown"};
 static_assert(std::size(kEndpointNames) == InferenceService::kEndpointCount);
 
 // %XX escapes in one path segment; a malformed escape stays as it is.
@@ -63,7 +66,30 @@ struct Route {
   std::string model;
   int64_t version = 0;        // 0 = not given: the highest ready version
   bool server_ready = false;  // for kHealth: /ready rather than /live
+  std::string region;         // for kSharedMemory: empty = every region
+  std::string action;         // for kSharedMemory: "status", "register" or "unregister"
 };
+
+// v2/systemsharedmemory[/region/{r}]/{status|register|unregister}; register needs a region.
+std::optional<Route> MatchSharedMemoryRoute(const std::vector<std::string>& s) {
+  Route route;
+  route.endpoint = Endpoint::kSharedMemory;
+  size_t next = 2;
+  if (s.size() == 5 && s[2] == "region") {
+    route.region = s[3];
+    next = 4;
+  }
+  if (s.size() != next + 1) return std::nullopt;
+  route.action = s[next];
+  if (route.action == "status") {
+    route.method = http::verb::get;
+  } else if (route.action == "unregister" || (route.action == "register" && !route.region.empty())) {
+    route.method = http::verb::post;
+  } else {
+    return std::nullopt;
+  }
+  return route;
+}
 
 std::optional<int64_t> ParseVersion(std::string_view s) {
   int64_t v = 0;
@@ -86,6 +112,7 @@ std::optional<Route> MatchRoute(std::string_view path) {
     route.server_ready = s[2] == "ready";
     return route;
   }
+  if (s[1] == "systemsharedmemory") return MatchSharedMemoryRoute(s);
   if (s[1] != "models" || s.size() < 3) return std::nullopt;
   route.model = s[2];
   size_t next = 3;
@@ -225,17 +252,26 @@ InferenceService::InferenceService(Engine* engine, MetricsRegistry* metrics, Opt
   static constexpr const char* kClasses[] = {"2xx", "4xx", "5xx"};
   for (size_t e = 0; e < kEndpointCount; ++e) {
     for (size_t c = 0; c < 3; ++c) {
-      counters_[e][c] = metrics->GetCounter("weft_http_requests_total", kRequestsHelp,
-                                            {{"endpoint", std::string(kEndpointNames[e])}, {"code", kClasses[c]}});
+      counters_[e].http[c] = metrics->GetCounter("weft_http_requests_total", kRequestsHelp,
+                                                 {{"endpoint", std::string(kEndpointNames[e])}, {"code", kClasses[c]}});
+      counters_[e].all[c] = metrics->GetCounter(
+          "weft_requests_total", kAllRequestsHelp,
+          {{"protocol", "http"}, {"endpoint", std::string(kEndpointNames[e])}, {"code", kClasses[c]}});
     }
   }
+}
+
+void InferenceService::ResponseCounters::Count(unsigned http_status) const {
+  size_t c = http_status < 400 ? 0 : http_status < 500 ? 1 : 2;
+  http[c]->Increment();
+  all[c]->Increment();
 }
 
 namespace {
 
 // Counts the response under its endpoint and status class, then sends it.
-void Answer(const std::array<Counter*, 3>& counters, const HttpResponder& responder, HttpResponse response) {
-  counters[response.status < 400 ? 0 : response.status < 500 ? 1 : 2]->Increment();
+void Answer(const InferenceService::ResponseCounters& counters, const HttpResponder& responder, HttpResponse response) {
+  counters.Count(response.status);
   responder.Send(std::move(response));
 }
 
@@ -292,6 +328,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
       json.Key("extensions");
       json.BeginArray();
       for (const char* e : {"binary_tensor_data", "model_configuration", "parameters"}) json.String(e);
+      if (options_.shared_memory) json.String("system_shared_memory");
       json.EndArray();
       json.EndObject();
       return Answer(counters, responder, JsonResponse(std::move(body)));
@@ -333,6 +370,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
       return Answer(counters, responder, JsonResponse(std::move(body)));
     }
 
+    case Endpoint::kSharedMemory: return HandleSharedMemory(request, route->action, route->region, counters, responder);
     case Endpoint::kInfer: break;
     case Endpoint::kUnknown: return;  // not produced by MatchRoute
   }
@@ -345,7 +383,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   }
   Result<std::optional<size_t>> json_size = JsonSizeHeader(request);
   if (!json_size.ok()) return Answer(counters, responder, ErrorResponse(json_size.status()));
-  InferBody body{request.body->bytes(), request.body, *json_size};
+  InferBody body{request.body->bytes(), request.body, *json_size, options_.shared_memory};
 
   auto decode = [&]() -> Result<DecodedInferRequest> {
     if (*json_size != size_t{0}) return DecodeInferRequest(body, request.arrival);
@@ -365,10 +403,40 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
                     // Encoding waits for the I/O thread, so that the engine's runner goes back to inference at once.
                     responder.SendBuilt([counters, format, result = std::move(result)] {
                       HttpResponse response = InferResponseToHttp(result, format);
-                      counters[response.status < 400 ? 0 : response.status < 500 ? 1 : 2]->Increment();
+                      counters.Count(response.status);
                       return response;
                     });
                   });
+}
+
+// The system shared memory routes. Off: 501, as for a feature this server lacks.
+void InferenceService::HandleSharedMemory(const HttpRequest& request, const std::string& action,
+                                          const std::string& region, const ResponseCounters& counters,
+                                          const HttpResponder& responder) {
+  SharedMemoryRegistry* registry = options_.shared_memory;
+  if (registry == nullptr) {
+    return Answer(counters, responder,
+                  ErrorResponse(Unimplemented(
+                      "system shared memory is not enabled on this server (weft serve --allow-shared-memory)")));
+  }
+  if (action == "status") {
+    auto regions = registry->Regions(region);
+    if (!regions.ok()) return Answer(counters, responder, ErrorResponse(regions.status()));
+    return Answer(counters, responder, JsonResponse(EncodeSharedMemoryStatus(*regions)));
+  }
+  if (action == "register") {
+    Result<SharedMemoryRegistration> body = DecodeSharedMemoryRegistration(request.body->bytes());
+    if (!body.ok()) return Answer(counters, responder, ErrorResponse(body.status()));
+    Status registered = registry->Register(region, body->key, body->offset, body->byte_size);
+    if (!registered.ok()) return Answer(counters, responder, ErrorResponse(registered));
+    return Answer(counters, responder, JsonResponse("{}"));
+  }
+  if (region.empty()) {
+    registry->UnregisterAll();
+  } else {
+    registry->Unregister(region);
+  }
+  return Answer(counters, responder, JsonResponse("{}"));
 }
 
 }  // namespace weft

@@ -5,6 +5,7 @@
 
 #include "engine/engine.h"
 #include "frontend/http/http_server.h"
+#include "frontend/shm/shared_memory.h"
 #include "metrics/metrics.h"
 
 namespace weft {
@@ -15,6 +16,8 @@ namespace weft {
 //   GET  /v2/models/{m}[/versions/{v}]/ready      200, or the error that keeps it from serving
 //   GET  /v2/models/{m}[/versions/{v}]/config     the model configuration as JSON
 //   POST /v2/models/{m}[/versions/{v}]/infer      JSON and the binary tensor data extension
+//   GET  /v2/systemsharedmemory[/region/{r}]/status, POST /v2/systemsharedmemory/region/{r}/register,
+//   POST /v2/systemsharedmemory[/region/{r}]/unregister   the system shared memory extension, when it is on
 // Errors are {"error": "..."} with the status from HttpStatusFor. Requests run on the engine; this handler never
 // blocks an I/O thread on inference, and the response is encoded on the I/O thread. Thread-safe.
 class InferenceService : public HttpHandler {
@@ -22,6 +25,9 @@ class InferenceService : public HttpHandler {
   struct Options {
     std::string server_name = "weft";
     std::string server_version;  // empty = this build's version
+    // The system shared memory extension: the registry of regions (shared with the gRPC frontend), or null
+    // when it is off. Must outlive the service.
+    SharedMemoryRegistry* shared_memory = nullptr;
   };
 
   // `engine` and `metrics` must outlive the service and every request it started.
@@ -30,13 +36,33 @@ class InferenceService : public HttpHandler {
 
   void Handle(HttpRequest request, HttpResponder responder) override;
 
-  // What a request is counted under in weft_http_requests_total.
-  enum class Endpoint { kHealth, kServerMetadata, kModelMetadata, kModelReady, kModelConfig, kInfer, kUnknown };
-  static constexpr size_t kEndpointCount = 7;
+  // What a request is counted under in weft_http_requests_total and weft_requests_total{protocol="http"}.
+  enum class Endpoint {
+    kHealth,
+    kServerMetadata,
+    kModelMetadata,
+    kModelReady,
+    kModelConfig,
+    kInfer,
+    kSharedMemory,
+    kUnknown
+  };
+  static constexpr size_t kEndpointCount = 8;
+
+  // The counters of one endpoint, one per status class (2xx, 4xx, 5xx), in both families: weft_http_requests_total
+  // (kept for the dashboards that read it) and weft_requests_total{protocol="http"} (shared with gRPC).
+  struct ResponseCounters {
+    std::array<Counter*, 3> http{};
+    std::array<Counter*, 3> all{};
+    void Count(unsigned http_status) const;
+  };
 
  private:
-  // One counter per endpoint and status class (2xx, 4xx, 5xx), fetched once: counting takes no lock.
-  using EndpointCounters = std::array<std::array<Counter*, 3>, kEndpointCount>;
+  void HandleSharedMemory(const HttpRequest& request, const std::string& action, const std::string& region,
+                          const ResponseCounters& counters, const HttpResponder& responder);
+
+  // Fetched once: counting takes no lock.
+  using EndpointCounters = std::array<ResponseCounters, kEndpointCount>;
 
   Engine* const engine_;
   const Options options_;

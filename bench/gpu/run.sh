@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The GPU benchmark of issue 4, for a machine with an NVIDIA GPU, CUDA, CMake and a Python torch with CUDA (whose
+# libtorch weft builds against). No network, no package download. Under 8 minutes, build included.
+#
+#   bash bench/gpu/run.sh                 # DURATION=20 WARMUP=4 CLS_CLIENTS=64 BE_INFLIGHT=1 JOBS=$(nproc)
+#
+# 1. builds the engine, the backends and weft_gpu_bench (bench/gpu/gpu_bench.cc) with -DWEFT_BUILD_SERVER=OFF
+#    against torch's own libtorch and CUDA;
+# 2. makes detection-, segmentation- and classification-like TorchScript models with random weights
+#    (make_models.py);
+# 3. runs the perception mix: det PRIORITY_MAX, 4 cameras at 30 Hz; seg PRIORITY_DEFAULT, 2 cameras at 15 Hz;
+#    cls PRIORITY_MIN, saturating (CLS_CLIENTS outstanding requests), in arms
+#      A each model alone, B one stream shared in FIFO order, C a stream per model, D C + stream priorities,
+#      E D + at most BE_INFLIGHT best-effort batches in flight;
+#    with nvidia-smi's utilization sampled every 200 ms alongside;
+# 4. writes bench/results/gpu_<UTC stamp>.json (every arm's output plus the nvidia-smi means) and prints a table:
+#    busy fraction (union of busy intervals, from CUDA events), nvidia-smi utilization, goodput (results within
+#    their deadline per second: det 33 ms, seg 67 ms, cls 200 ms), det p50/p99 against arm A.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PY=${PYTHON:-python3}
+DURATION=${DURATION:-20}
+WARMUP=${WARMUP:-4}
+CLS_CLIENTS=${CLS_CLIENTS:-64}
+BE_INFLIGHT=${BE_INFLIGHT:-1}
+JOBS=${JOBS:-$(nproc)}
+WORK=${WORK:-/tmp/weft_gpu_bench}
+BUILD=$WORK/build
+MODELS=$WORK/models
+OUT=$ROOT/bench/results
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$WORK" "$OUT"
+start=$(date +%s)
+say() { echo "=== $* ($(($(date +%s) - start)) s)" >&2; }
+
+say "environment"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,persistence_mode,ecc.mode.current \
+  --format=csv > "$WORK/gpu.csv" || true
+cat "$WORK/gpu.csv" >&2 || true
+TORCH_PREFIX=$($PY -c 'import torch; print(torch.utils.cmake_prefix_path)')
+TORCH_ABI=$($PY -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')
+TORCH_VERSION=$($PY -c 'import torch; print(torch.__version__, torch.version.cuda)')
+echo "torch $TORCH_VERSION, C++11 ABI $TORCH_ABI, cmake prefix $TORCH_PREFIX" >&2
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+
+say "build"
+# Every weft library must use torch's std::string ABI, not only the backend that links torch.
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_SERVER=OFF -DWEFT_BUILD_TESTS=OFF \
+  -DWEFT_WITH_OPENCV=OFF -DWEFT_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="$NVCC" \
+  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" -DCMAKE_CXX_FLAGS="-D_GLIBCXX_USE_CXX11_ABI=$TORCH_ABI" > "$WORK/cmake.log" 2>&1 \
+  || { tail -40 "$WORK/cmake.log"; exit 1; }
+grep -E "^-- weft:" "$WORK/cmake.log" >&2 || true
+ninja -C "$BUILD" -j"$JOBS" weft_gpu_bench > "$WORK/build.log" 2>&1 || { tail -60 "$WORK/build.log"; exit 1; }
+BENCH=$BUILD/bench/gpu/weft_gpu_bench
+# libtorch's shared libraries live beside the Python package.
+export LD_LIBRARY_PATH="$($PY -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))'):${LD_LIBRARY_PATH:-}"
+
+say "models"
+$PY "$ROOT/bench/gpu/make_models.py" "$MODELS"
+
+run_arm() {  # label arm [--only model]
+  local label=$1 arm=$2; shift 2
+  say "arm $label"
+  nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -lms 200 > "$WORK/smi_$label.csv" &
+  local smi=$!
+  "$BENCH" --models "$MODELS" --arm "$arm" --duration "$DURATION" --warmup "$WARMUP" --cls-clients "$CLS_CLIENTS" \
+    --be-inflight "$BE_INFLIGHT" --out "$WORK/arm_$label.json" "$@" || { kill $smi; exit 1; }
+  kill $smi 2>/dev/null || true
+  wait $smi 2>/dev/null || true
+}
+run_arm A_det A --only det
+run_arm A_seg A --only seg
+run_arm A_cls A --only cls
+for arm in B C D E; do run_arm "$arm" "$arm"; done
+
+say "report"
+$PY - "$WORK" "$OUT/gpu_$STAMP.json" "$TORCH_VERSION" <<'PY'
+import csv, datetime, json, sys
+work, out, torch_version = sys.argv[1], sys.argv[2], sys.argv[3]
+labels = ["A_det", "A_seg", "A_cls", "B", "C", "D", "E"]
+arms = {}
+for label in labels:
+    arm = json.load(open(f"{work}/arm_{label}.json"))
+    t0, t1 = arm["window_unix_s"]
+    samples = []
+    for row in csv.reader(open(f"{work}/smi_{label}.csv")):
+        try:
+            t = datetime.datetime.strptime(row[0].strip(), "%Y/%m/%d %H:%M:%S.%f").timestamp()
+            if t0 <= t <= t1:
+                samples.append(float(row[1]))
+        except (ValueError, IndexError):
+            pass
+    arm["nvidia_smi_utilization"] = sum(samples) / len(samples) / 100 if samples else None
+    arm["nvidia_smi_samples"] = len(samples)
+    arms[label] = arm
+alone = arms["A_det"]["models"]["det"]
+result = {"date_utc": datetime.datetime.utcnow().isoformat(timespec="seconds") + "Z", "torch": torch_version,
+          "gpu": open(f"{work}/gpu.csv").read().strip(), "arms": arms}
+json.dump(result, open(out, "w"), indent=1)
+print(f"{arms['E']['device']}")
+print(f"det alone: p50 {alone['p50_ms']:.2f} ms, p99 {alone['p99_ms']:.2f} ms\n")
+print("| arm | busy fraction | nvidia-smi util | goodput /s | det p50 ms | det p99 ms | det p99 / alone | seg p99 ms | cls /s |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for label in labels:
+    a = arms[label]
+    m = a["models"]
+    smi = a["nvidia_smi_utilization"]
+    det = m.get("det")
+    row = [label, f"{100 * a['busy_fraction']:.1f}%", "-" if smi is None else f"{100 * smi:.0f}%", f"{a['goodput_per_s']:.1f}",
+           f"{det['p50_ms']:.2f}" if det else "-", f"{det['p99_ms']:.2f}" if det else "-",
+           f"{det['p99_ms'] / alone['p99_ms']:.2f}x" if det else "-",
+           f"{m['seg']['p99_ms']:.2f}" if "seg" in m else "-", f"{m['cls']['throughput_per_s']:.0f}" if "cls" in m else "-"]
+    print("| " + " | ".join(row) + " |")
+errors = {f"{l}/{n}": m["first_error"] for l in labels for n, m in arms[l]["models"].items() if m["errors"]}
+if errors:
+    print("\nerrors:", json.dumps(errors, indent=1))
+print(f"\nresults: {out}")
+PY
+say "done"

@@ -1,0 +1,387 @@
+#include "device/cpu/cpu_device.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "base/log.h"
+#include "device/completion_loop.h"
+#include "device/host_pool.h"
+
+namespace weft {
+namespace {
+
+constexpr size_t kAlignment = 64;
+constexpr size_t kMaxCachedHostBytes = size_t{1} << 30;
+
+class CpuDevice;
+class CpuStream;
+
+// One Record of an event: passed once the stream reaches it.
+struct Occurrence {
+  bool passed = false;              // guarded by the device's mu_
+  std::vector<CpuStream*> waiters;  // guarded by the device's mu_; streams held by a Wait on it
+};
+
+class CpuEvent final : public Event {
+ public:
+  explicit CpuEvent(CpuDevice* device) : device_(device) {}
+  bool Query() const override;
+  void Synchronize() const override;
+
+  CpuDevice* const device_;
+  std::shared_ptr<Occurrence> latest;  // guarded by the device's mu_; null until recorded
+};
+
+struct Item {
+  enum class Kind { kWork, kRecord, kWait };
+  Kind kind = Kind::kWork;
+  Work work;
+  std::shared_ptr<Occurrence> occurrence;  // kRecord, kWait
+};
+
+// A completion that waits for the loop thread.
+struct Finished {
+  CompletionCallback on_done;
+  std::vector<std::shared_ptr<const void>> keep_alive;
+  Completion completion;
+};
+
+Status RunSafely(const std::function<Status(const NativeStream&)>& run, const NativeStream& native) {
+  try {
+    return run(native);
+  } catch (const std::exception& e) {
+    return Internal(std::string("work threw: ") + e.what());
+  } catch (...) {
+    return Internal("work threw a non-standard exception");
+  }
+}
+
+class CpuDevice final : public Device {
+ public:
+  CpuDevice(int workers, std::unique_ptr<CompletionLoop> loop);
+  ~CpuDevice() override;
+
+  DeviceKind kind() const override { return DeviceKind::kCpu; }
+  int id() const override { return 0; }
+  const std::string& name() const override { return name_; }
+  std::string Describe() const override {
+    return "cpu: " + std::to_string(worker_count_) +
+           " workers; a free worker takes the ready stream of the highest priority";
+  }
+  Result<std::unique_ptr<Stream>> CreateStream(StreamOptions options) override;
+  Result<std::unique_ptr<Event>> CreateEvent() override { return std::unique_ptr<Event>(new CpuEvent(this)); }
+  Result<Buffer> AllocateHost(size_t bytes) override { return pool_->Allocate(bytes); }
+  Result<Buffer> AllocateDevice(size_t bytes, Stream&) override { return pool_->Allocate(bytes); }
+  CompletionLoop& completion_loop() override { return *loop_; }
+
+ private:
+  friend class CpuStream;
+  friend class CpuEvent;
+
+  // Moves `stream` (and every stream its progress unblocks) forward: passes Records and satisfied Waits, finishes
+  // host callbacks, and makes it ready when its next item is work. Signals under mu_, so that a stream's
+  // destructor, which takes mu_ after its last completion, knows that nobody touches the stream any more.
+  void AdvanceLocked(CpuStream* stream);
+  void PassLocked(Occurrence& occurrence, std::vector<CpuStream*>* todo);
+  void Serve(std::stop_token stop);
+
+  // Constant after construction.
+  const std::string name_ = "cpu";
+  const int worker_count_;
+  const std::unique_ptr<CompletionLoop> loop_;
+  const std::shared_ptr<HostPool> pool_;
+
+  std::atomic<int> live_streams_{0};
+
+  std::mutex mu_;
+  std::condition_variable_any ready_changed_;  // workers wait here
+  std::condition_variable_any passed_;         // Event::Synchronize waits here
+  // Ready streams: highest priority first, then the one ready longest. Guarded by mu_.
+  std::set<std::tuple<int, uint64_t, CpuStream*>> ready_;
+  uint64_t next_ready_seq_ = 0;  // guarded by mu_
+
+  std::vector<std::jthread> workers_;  // started last, joined first
+};
+
+class CpuStream final : public Stream {
+ public:
+  CpuStream(CpuDevice* device, StreamOptions options) : device_(device), options_(std::move(options)) {}
+  ~CpuStream() override;
+
+  Status Start() {
+    WEFT_ASSIGN_OR_RETURN(source_, device_->loop_->Register([this](uint64_t) { DeliverCompletions(); }));
+    return Status::Ok();
+  }
+
+  void Enqueue(Work work) override;
+  void Copy(Buffer dst, Buffer src, size_t bytes, CompletionCallback on_done) override;
+  void Record(Event& event) override;
+  void Wait(const Event& event) override;
+  void Synchronize() override;
+
+  const std::string& name() const override { return options_.name; }
+  StreamPriority priority() const override { return options_.priority; }
+  NativeStream native() const override { return {DeviceKind::kCpu, 0, nullptr}; }
+  size_t pending() const override {
+    std::lock_guard lock(done_mu_);
+    return pending_;
+  }
+
+  void Push(Item item);
+  void AddFinished(Finished finished) {
+    std::lock_guard lock(done_mu_);
+    finished_.push_back(std::move(finished));
+  }
+  void Signal() const { source_->Signal(); }
+
+  // Guarded by the device's mu_.
+  std::deque<Item> items;
+  bool running = false;  // a worker runs its front item
+  bool ready = false;    // in the device's ready set
+  bool blocked = false;  // registered as a waiter of the occurrence its front Wait names
+
+ private:
+  // On the loop thread: runs the callbacks of finished work in order, then releases what they kept alive.
+  void DeliverCompletions();
+
+  CpuDevice* const device_;
+  const StreamOptions options_;
+  std::unique_ptr<CompletionLoop::Source> source_;
+
+  mutable std::mutex done_mu_;  // after the device's mu_ when both are held
+  std::condition_variable drained_;
+  std::deque<Finished> finished_;  // guarded by done_mu_
+  size_t pending_ = 0;             // guarded by done_mu_; work enqueued whose callback has not returned
+};
+
+bool CpuEvent::Query() const {
+  std::lock_guard lock(device_->mu_);
+  return !latest || latest->passed;
+}
+
+void CpuEvent::Synchronize() const {
+  std::unique_lock lock(device_->mu_);
+  std::shared_ptr<Occurrence> occurrence = latest;
+  if (!occurrence) return;
+  device_->passed_.wait(lock, [&] { return occurrence->passed; });
+}
+
+CpuDevice::CpuDevice(int workers, std::unique_ptr<CompletionLoop> loop)
+    : worker_count_(workers),
+      loop_(std::move(loop)),
+      pool_(HostPool::Create({.allocate = [](size_t bytes) -> void* {
+                                return ::operator new((bytes + kAlignment - 1) / kAlignment * kAlignment,
+                                                      std::align_val_t(kAlignment), std::nothrow);
+                              },
+                              .free = [](void* block) { ::operator delete(block, std::align_val_t(kAlignment)); },
+                              .place = {MemoryKind::kCpu, 0}},
+                             kMaxCachedHostBytes)) {
+  for (int i = 0; i < workers; ++i) {
+    workers_.emplace_back([this](std::stop_token stop) { Serve(stop); });
+  }
+}
+
+CpuDevice::~CpuDevice() {
+  WEFT_CHECK(live_streams_.load() == 0) << "the CPU device is destroyed before " << live_streams_.load()
+                                        << " of its streams";
+  workers_.clear();
+}
+
+Result<std::unique_ptr<Stream>> CpuDevice::CreateStream(StreamOptions options) {
+  auto stream = std::make_unique<CpuStream>(this, std::move(options));
+  WEFT_RETURN_IF_ERROR(stream->Start());
+  live_streams_.fetch_add(1);
+  return std::unique_ptr<Stream>(std::move(stream));
+}
+
+void CpuDevice::PassLocked(Occurrence& occurrence, std::vector<CpuStream*>* todo) {
+  occurrence.passed = true;
+  for (CpuStream* waiter : occurrence.waiters) {
+    waiter->blocked = false;
+    todo->push_back(waiter);
+  }
+  occurrence.waiters.clear();
+  passed_.notify_all();
+}
+
+void CpuDevice::AdvanceLocked(CpuStream* stream) {
+  std::vector<CpuStream*> todo{stream};
+  while (!todo.empty()) {
+    CpuStream* s = todo.back();
+    todo.pop_back();
+    if (s->running || s->ready || s->blocked) continue;
+    while (!s->items.empty()) {
+      Item& head = s->items.front();
+      if (head.kind == Item::Kind::kRecord) {
+        PassLocked(*head.occurrence, &todo);
+        s->items.pop_front();
+        continue;
+      }
+      if (head.kind == Item::Kind::kWait) {
+        if (head.occurrence->passed) {
+          s->items.pop_front();
+          continue;
+        }
+        head.occurrence->waiters.push_back(s);
+        s->blocked = true;
+        break;
+      }
+      if (!head.work.run) {
+        // A host callback: nothing to run, so it needs no worker.
+        const SteadyTime now = std::chrono::steady_clock::now();
+        s->AddFinished({std::move(head.work.on_done), std::move(head.work.keep_alive), {Status::Ok(), now, now}});
+        s->items.pop_front();
+        s->Signal();
+        continue;
+      }
+      s->ready = true;
+      ready_.emplace(-static_cast<int>(s->priority()), next_ready_seq_++, s);
+      ready_changed_.notify_one();
+      break;
+    }
+  }
+}
+
+void CpuDevice::Serve(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  while (ready_changed_.wait(lock, stop, [this] { return !ready_.empty(); })) {
+    CpuStream* stream = std::get<2>(*ready_.begin());
+    ready_.erase(ready_.begin());
+    stream->ready = false;
+    stream->running = true;
+    Item item = std::move(stream->items.front());
+    stream->items.pop_front();
+    lock.unlock();
+
+    const SteadyTime start = std::chrono::steady_clock::now();
+    Status status = RunSafely(item.work.run, stream->native());
+    const SteadyTime end = std::chrono::steady_clock::now();
+    item.work.run = nullptr;  // its captures die here, on the worker, not on the loop thread
+
+    lock.lock();
+    // Under mu_: once the completion is visible, the stream may be destroyed as soon as mu_ is free.
+    stream->AddFinished(
+        {std::move(item.work.on_done), std::move(item.work.keep_alive), {std::move(status), start, end}});
+    stream->Signal();
+    stream->running = false;
+    AdvanceLocked(stream);
+  }
+}
+
+CpuStream::~CpuStream() {
+  Synchronize();
+  {
+    std::lock_guard lock(device_->mu_);
+    // Only markers can be left. A Record with nothing before it counts as passed; a Wait is withdrawn.
+    std::vector<CpuStream*> todo;
+    for (Item& item : items) {
+      if (item.kind == Item::Kind::kRecord) device_->PassLocked(*item.occurrence, &todo);
+      if (item.kind == Item::Kind::kWait) std::erase(item.occurrence->waiters, this);
+    }
+    items.clear();
+    for (CpuStream* s : todo) {
+      if (s != this) device_->AdvanceLocked(s);
+    }
+  }
+  source_.reset();
+  device_->live_streams_.fetch_sub(1);
+}
+
+void CpuStream::Push(Item item) {
+  std::lock_guard lock(device_->mu_);
+  items.push_back(std::move(item));
+  device_->AdvanceLocked(this);
+}
+
+void CpuStream::Enqueue(Work work) {
+  {
+    std::lock_guard lock(done_mu_);
+    ++pending_;
+  }
+  Push({.kind = Item::Kind::kWork, .work = std::move(work)});
+}
+
+void CpuStream::Copy(Buffer dst, Buffer src, size_t bytes, CompletionCallback on_done) {
+  Work work;
+  if (bytes > dst.size || bytes > src.size) {
+    work.run = [bytes, dst = dst.size, src = src.size](const NativeStream&) {
+      return InvalidArgument("copy of " + std::to_string(bytes) + " bytes between buffers of " + std::to_string(src) +
+                             " and " + std::to_string(dst) + " bytes");
+    };
+  } else {
+    work.run = [d = dst.data, s = src.data, bytes](const NativeStream&) {
+      if (bytes > 0) std::memcpy(d, s, bytes);
+      return Status::Ok();
+    };
+  }
+  work.on_done = std::move(on_done);
+  work.keep_alive = {std::move(dst.owner), std::move(src.owner)};
+  Enqueue(std::move(work));
+}
+
+void CpuStream::Record(Event& event) {
+  auto& cpu_event = static_cast<CpuEvent&>(event);
+  WEFT_CHECK(cpu_event.device_ == device_) << "an event is recorded on another device's stream";
+  auto occurrence = std::make_shared<Occurrence>();
+  std::lock_guard lock(device_->mu_);
+  cpu_event.latest = occurrence;
+  items.push_back({.kind = Item::Kind::kRecord, .occurrence = std::move(occurrence)});
+  device_->AdvanceLocked(this);
+}
+
+void CpuStream::Wait(const Event& event) {
+  const auto& cpu_event = static_cast<const CpuEvent&>(event);
+  WEFT_CHECK(cpu_event.device_ == device_) << "a stream waits on another device's event";
+  std::lock_guard lock(device_->mu_);
+  if (!cpu_event.latest || cpu_event.latest->passed) return;
+  items.push_back({.kind = Item::Kind::kWait, .occurrence = cpu_event.latest});
+  device_->AdvanceLocked(this);
+}
+
+void CpuStream::Synchronize() {
+  WEFT_CHECK(!device_->loop_->InLoopThread()) << "Stream::Synchronize called from a completion";
+  std::unique_lock lock(done_mu_);
+  drained_.wait(lock, [this] { return pending_ == 0; });
+}
+
+void CpuStream::DeliverCompletions() {
+  std::deque<Finished> batch;
+  {
+    std::lock_guard lock(done_mu_);
+    batch.swap(finished_);
+  }
+  for (Finished& f : batch) {
+    if (f.on_done) f.on_done(f.completion);
+    f.on_done = nullptr;
+    f.keep_alive.clear();
+  }
+  const size_t n = batch.size();
+  batch.clear();
+  {
+    std::lock_guard lock(done_mu_);
+    pending_ -= n;
+  }
+  drained_.notify_all();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Device>> CreateCpuDevice(CpuDeviceOptions options) {
+  if (options.workers < 1) {
+    return InvalidArgument("the CPU device needs at least 1 worker, got " + std::to_string(options.workers));
+  }
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<CompletionLoop> loop, CompletionLoop::Create("cpu completions"));
+  return std::unique_ptr<Device>(new CpuDevice(options.workers, std::move(loop)));
+}
+
+}  // namespace weft

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <memory>
+
+#include "base/result.h"
+#include "device/device.h"
+
+namespace weft {
+
+struct CpuDeviceOptions {
+  int workers = 2;  // threads that run work; at least 1
+};
+
+// The device layer on host threads, with the semantics of the CUDA device, so that everything above it runs and is
+// tested without a GPU, and as a real CPU execution mode.
+//
+// - A stream is a queue; at most one of its items runs at a time, in order. Work on different streams runs on
+//   different workers at once.
+// - A stream is ready when its next item can run. A free worker takes the ready stream of the highest priority;
+//   among equal priorities, the one that became ready first. A running item is never preempted.
+// - Record and Wait are markers in the queue: a Record is passed as soon as the items before it are done; a Wait
+//   holds its stream until the event's latest Record made before the Wait has been passed.
+// - A worker that finishes an item appends its completion to the stream's list and writes the stream's eventfd;
+//   the completion loop runs the callbacks. Workers and the loop sleep when idle; nothing polls.
+// - Memory: host memory from a pool (AllocateHost and AllocateDevice are the same).
+//
+// InvalidArgument for fewer than 1 worker; Internal when the kernel refuses an eventfd or epoll descriptor.
+Result<std::unique_ptr<Device>> CreateCpuDevice(CpuDeviceOptions options);
+
+}  // namespace weft

@@ -1,0 +1,228 @@
+#include "device/cpu/cpu_device.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <latch>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "device/completion_loop.h"
+#include "device/testing/conformance.h"
+
+namespace weft {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+testing::DeviceUnderTest CpuUnderTest(int workers) {
+  return {
+      .name = "cpu" + std::to_string(workers),
+      .create = [workers] { return CreateCpuDevice({.workers = workers}); },
+      .busy =
+          [](microseconds d) {
+            return [d](const NativeStream&) {
+              std::this_thread::sleep_for(d);
+              return Status::Ok();
+            };
+          },
+      .unavailable = [] { return std::string(); },
+  };
+}
+
+using testing::DeviceConformanceTest;
+
+INSTANTIATE_TEST_SUITE_P(Cpu, DeviceConformanceTest, ::testing::Values(CpuUnderTest(2), CpuUnderTest(4)),
+                         testing::DeviceName);
+
+// Holds work until opened. Thread-safe.
+class Gate {
+ public:
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  std::function<Status(const NativeStream&)> Work() {
+    return [this](const NativeStream&) {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return open_; });
+      return Status::Ok();
+    };
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+// Appends ids as work runs. Thread-safe.
+class RunLog {
+ public:
+  std::function<Status(const NativeStream&)> Work(std::string id) {
+    return [this, id](const NativeStream&) {
+      std::lock_guard lock(mu_);
+      log_.push_back(id);
+      return Status::Ok();
+    };
+  }
+  std::vector<std::string> log() {
+    std::lock_guard lock(mu_);
+    return log_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> log_;
+};
+
+TEST(CpuDeviceTest, AFreeWorkerTakesTheReadyStreamOfHighestPriority) {
+  auto device = CreateCpuDevice({.workers = 1});
+  ASSERT_TRUE(device.ok());
+  auto blocker = (*device)->CreateStream({.name = "blocker"});
+  auto low = (*device)->CreateStream({.name = "low", .priority = StreamPriority::kLow});
+  auto normal = (*device)->CreateStream({.name = "normal", .priority = StreamPriority::kNormal});
+  auto high = (*device)->CreateStream({.name = "high", .priority = StreamPriority::kHigh});
+  Gate gate;
+  RunLog log;
+  (*blocker)->Enqueue({.run = gate.Work()});  // occupies the only worker
+  std::this_thread::sleep_for(milliseconds(20));
+  (*low)->Enqueue({.run = log.Work("low1")});
+  (*low)->Enqueue({.run = log.Work("low2")});
+  (*normal)->Enqueue({.run = log.Work("normal")});
+  (*high)->Enqueue({.run = log.Work("high1")});
+  (*high)->Enqueue({.run = log.Work("high2")});
+  gate.Open();
+  for (auto* s : {&*low, &*normal, &*high, &*blocker}) (*s)->Synchronize();
+  EXPECT_EQ(log.log(), (std::vector<std::string>{"high1", "high2", "normal", "low1", "low2"}));
+}
+
+TEST(CpuDeviceTest, EqualPrioritiesAreServedInTheOrderTheyBecameReady) {
+  auto device = CreateCpuDevice({.workers = 1});
+  ASSERT_TRUE(device.ok());
+  auto blocker = (*device)->CreateStream({.name = "blocker"});
+  auto a = (*device)->CreateStream({.name = "a"});
+  auto b = (*device)->CreateStream({.name = "b"});
+  Gate gate;
+  RunLog log;
+  (*blocker)->Enqueue({.run = gate.Work()});
+  std::this_thread::sleep_for(milliseconds(20));
+  (*b)->Enqueue({.run = log.Work("b1")});
+  (*a)->Enqueue({.run = log.Work("a1")});
+  (*b)->Enqueue({.run = log.Work("b2")});
+  gate.Open();
+  for (auto* s : {&*a, &*b, &*blocker}) (*s)->Synchronize();
+  // b became ready first; after b1, b is ready again behind a.
+  EXPECT_EQ(log.log(), (std::vector<std::string>{"b1", "a1", "b2"}));
+}
+
+TEST(CpuDeviceTest, WorkersRunDifferentStreamsAtOnce) {
+  auto device = CreateCpuDevice({.workers = 2});
+  ASSERT_TRUE(device.ok());
+  auto a = (*device)->CreateStream({.name = "a"});
+  auto b = (*device)->CreateStream({.name = "b"});
+  std::latch both(2);
+  auto meet = [&](const NativeStream&) {
+    both.arrive_and_wait();  // returns only when the other stream's work runs at the same time
+    return Status::Ok();
+  };
+  (*a)->Enqueue({.run = meet});
+  (*b)->Enqueue({.run = meet});
+  (*a)->Synchronize();
+  (*b)->Synchronize();
+}
+
+TEST(CpuDeviceTest, AStreamNeverRunsTwoItemsAtOnce) {
+  auto device = CreateCpuDevice({.workers = 4});
+  ASSERT_TRUE(device.ok());
+  auto stream = (*device)->CreateStream({.name = "s"});
+  std::atomic<int> running{0};
+  std::atomic<bool> overlapped{false};
+  for (int i = 0; i < 200; ++i) {
+    (*stream)->Enqueue({.run = [&](const NativeStream&) {
+      if (running.fetch_add(1) != 0) overlapped = true;
+      std::this_thread::sleep_for(microseconds(50));
+      running.fetch_sub(1);
+      return Status::Ok();
+    }});
+  }
+  (*stream)->Synchronize();
+  EXPECT_FALSE(overlapped.load());
+}
+
+TEST(CpuDeviceTest, WorkCountMustBePositive) {
+  EXPECT_EQ(CreateCpuDevice({.workers = 0}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CpuDeviceTest, ExceptionsBecomeErrors) {
+  auto device = CreateCpuDevice({.workers = 1});
+  ASSERT_TRUE(device.ok());
+  auto stream = (*device)->CreateStream({.name = "s"});
+  Status seen;
+  (*stream)->Enqueue({.run = [](const NativeStream&) -> Status { throw std::runtime_error("boom"); },
+                      .on_done = [&](const Completion& c) { seen = c.status; }});
+  (*stream)->Synchronize();
+  EXPECT_EQ(seen.code(), StatusCode::kInternal);
+}
+
+// Chains of events between many streams from many threads, for ThreadSanitizer: each stream's items must run in
+// order, and every item after a Wait must run after the recorded item it waits for.
+TEST(CpuDeviceTest, EventChainsAcrossStreamsFromManyThreads) {
+  auto device = CreateCpuDevice({.workers = 3});
+  ASSERT_TRUE(device.ok());
+  constexpr int kStreams = 6;
+  constexpr int kSteps = 200;
+  std::vector<std::unique_ptr<Stream>> streams;
+  std::vector<std::unique_ptr<Event>> events;
+  for (int i = 0; i < kStreams; ++i) {
+    auto priority = static_cast<StreamPriority>(i % 3);
+    streams.push_back(
+        std::move((*device)->CreateStream({.name = "s" + std::to_string(i), .priority = priority}).value()));
+    events.push_back(std::move((*device)->CreateEvent().value()));
+  }
+  std::atomic<int64_t> clock{0};
+  std::vector<std::vector<int64_t>> stamps(kStreams, std::vector<int64_t>(kSteps, -1));
+  // For each step, the (stream, step) whose Record it waited for, if any.
+  std::vector<std::vector<std::pair<int, int>>> waited(kStreams, std::vector<std::pair<int, int>>(kSteps, {-1, -1}));
+  std::mutex record_mu;                     // makes "the latest Record of a stream" well defined across threads
+  std::vector<int> recorded(kStreams, -1);  // guarded by record_mu: the last step each stream recorded
+  std::vector<std::jthread> threads;
+  for (int t = 0; t < kStreams; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int step = 0; step < kSteps; ++step) {
+        int other = static_cast<int>(rng() % kStreams);
+        if (other != t && rng() % 4 == 0) {
+          std::lock_guard lock(record_mu);
+          streams[t]->Wait(*events[other]);
+          waited[t][step] = {other, recorded[other]};
+        }
+        streams[t]->Enqueue({.run = [&, t, step](const NativeStream&) {
+          stamps[t][step] = clock.fetch_add(1);
+          return Status::Ok();
+        }});
+        std::lock_guard lock(record_mu);
+        streams[t]->Record(*events[t]);
+        recorded[t] = step;
+      }
+    });
+  }
+  threads.clear();
+  for (auto& s : streams) s->Synchronize();
+  for (int t = 0; t < kStreams; ++t) {
+    for (int step = 1; step < kSteps; ++step) EXPECT_LT(stamps[t][step - 1], stamps[t][step]);
+    for (int step = 0; step < kSteps; ++step) {
+      auto [other, other_step] = waited[t][step];
+      if (other >= 0 && other_step >= 0) {
+        EXPECT_LT(stamps[other][other_step], stamps[t][step]);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft

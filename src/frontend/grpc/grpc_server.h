@@ -1,0 +1,52 @@
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "engine/engine.h"
+#include "frontend/shm/shared_memory.h"
+#include "metrics/metrics.h"
+
+namespace weft {
+
+// The gRPC port: inference.GRPCInferenceService and grpc.health.v1.Health on gRPC's callback API. gRPC's own
+// threads run the calls (no thread per call); responses over `inline_encode_bytes` are built on a few encoder
+// threads owned here. Start and Stop from one thread; the rest is thread-safe.
+class GrpcServer {
+ public:
+  struct Options {
+    std::string address = "0.0.0.0";
+    uint16_t port = 8001;                    // 0 = any free port
+    int64_t max_message_bytes = 64ll << 20;  // largest request or response message
+    int encode_threads = 2;
+    size_t inline_encode_bytes = 64 << 10;          // responses up to this are built on the engine's thread
+    size_t max_stream_in_flight = 64;               // unanswered requests per ModelStreamInfer call
+    std::chrono::milliseconds drain_timeout{5000};  // Stop() waits this long for calls, then cancels them
+  };
+
+  // `engine` and `metrics` must outlive the server; `shared_memory` too, or null when the extension is off.
+  GrpcServer(Options options, Engine* engine, MetricsRegistry* metrics, SharedMemoryRegistry* shared_memory);
+  ~GrpcServer();  // stops
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  // Binds and starts serving. Unavailable when the port cannot be bound.
+  Status Start();
+  // Refuses new calls, lets calls in flight finish for up to drain_timeout, cancels the rest, and returns once
+  // every call is done. Idempotent.
+  void Stop();
+  // The bound port (useful with port 0); 0 before Start.
+  uint16_t port() const { return port_; }
+
+ private:
+  struct Impl;
+  const Options options_;
+  std::unique_ptr<Impl> impl_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace weft

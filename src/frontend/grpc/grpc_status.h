@@ -1,0 +1,20 @@
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <string_view>
+
+#include "base/status.h"
+
+namespace weft {
+
+// The gRPC code for an error code: the one place where this frontend maps errors to gRPC.
+grpc::StatusCode GrpcCodeFor(StatusCode code);
+
+// The status a call finishes with: the mapped code and the message (empty and OK for an ok status).
+grpc::Status ToGrpcStatus(const Status& status);
+
+// The canonical name of a gRPC code ("OK", "INVALID_ARGUMENT", ...), for metric labels.
+std::string_view GrpcCodeName(grpc::StatusCode code);
+
+}  // namespace weft

@@ -1,0 +1,243 @@
+#include "frontend/grpc/inference_service.h"
+
+#include <vector>
+
+#include "frontend/grpc/grpc_status.h"
+#include "frontend/grpc/infer_message.h"
+#include "frontend/grpc/model_queries.h"
+
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "unknown"
+#endif
+
+namespace weft {
+
+using namespace inference;  // NOLINT(google-build-using-namespace): the generated message names, in this file only
+
+class InferMessageAllocator::Holder final : public grpc::MessageHolder<ModelInferRequest, ModelInferResponse> {
+ public:
+  Holder() : request_(std::make_shared<ModelInferRequest>()) {
+    set_request(request_.get());
+    set_response(&response_);
+  }
+  void Release() override { delete this; }
+  const std::shared_ptr<ModelInferRequest>& shared_request() const { return request_; }
+
+ private:
+  std::shared_ptr<ModelInferRequest> request_;  // shared with the tensors that view it
+  ModelInferResponse response_;
+};
+
+grpc::MessageHolder<ModelInferRequest, ModelInferResponse>* InferMessageAllocator::AllocateMessages() {
+  return new Holder();
+}
+
+std::shared_ptr<const ModelInferRequest> InferMessageAllocator::SharedRequest(grpc::CallbackServerContext* context) {
+  auto* holder = dynamic_cast<Holder*>(context->GetRpcAllocatorState());
+  return holder ? holder->shared_request() : nullptr;
+}
+
+namespace {
+
+// One ModelInfer call. The engine's callback finishes it; a cancelled call (the client went away, or its
+// deadline passed) cancels the request, which leaves its queue at once. Deletes itself when gRPC is done (OnDone
+// comes only after Finish, which is the last thing the engine's callback does).
+class InferReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit InferReactor(std::shared_ptr<CancelToken> cancel) : cancel_(std::move(cancel)) {}
+  void OnCancel() override { cancel_->Cancel(); }
+  void OnDone() override { delete this; }
+
+ private:
+  const std::shared_ptr<CancelToken> cancel_;
+};
+
+std::string Quoted(const std::string& s) { return "'" + s + "'"; }
+
+Status SharedMemoryOff() {
+  return Unimplemented("system shared memory is not enabled on this server (weft serve --allow-shared-memory)");
+}
+
+}  // namespace
+
+GrpcInferenceService::GrpcInferenceService(const InferServices& services, SharedMemoryRegistry* shared_memory,
+                                           MetricsRegistry* metrics, Options options)
+    : services_(services), shared_memory_(shared_memory), metrics_(metrics), options_(std::move(options)) {
+  SetMessageAllocatorFor_ModelInfer(&allocator_);
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::Answer(Context* context, GrpcEndpoint endpoint,
+                                                            const Status& status) {
+  services_.counters->Count(endpoint, status.code());
+  Reactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::ServerLive(Context* c, const ServerLiveRequest*,
+                                                                ServerLiveResponse* r) {
+  r->set_live(true);
+  return Answer(c, GrpcEndpoint::kHealth, Status::Ok());
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::ServerReady(Context* c, const ServerReadyRequest*,
+                                                                 ServerReadyResponse* r) {
+  r->set_ready(services_.engine->Ready());
+  return Answer(c, GrpcEndpoint::kHealth, Status::Ok());
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::ModelReady(Context* c, const ModelReadyRequest* q,
+                                                                ModelReadyResponse* r) {
+  Result<int64_t> version = ParseModelVersion(q->name(), q->version());
+  if (!version.ok()) return Answer(c, GrpcEndpoint::kModelReady, version.status());
+  auto found = services_.engine->FindVersion(q->name(), *version);
+  // A model that exists but cannot serve is "not ready"; one that does not exist is an error, as over HTTP.
+  if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
+    return Answer(c, GrpcEndpoint::kModelReady, found.status());
+  }
+  r->set_ready(found.ok());
+  return Answer(c, GrpcEndpoint::kModelReady, Status::Ok());
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::ServerMetadata(Context* c, const ServerMetadataRequest*,
+                                                                    ServerMetadataResponse* r) {
+  r->set_name(options_.server_name);
+  r->set_version(options_.server_version.empty() ? WEFT_VERSION : options_.server_version);
+  for (const char* e : {"model_configuration", "parameters", "statistics"}) r->add_extensions(e);
+  if (shared_memory_) r->add_extensions("system_shared_memory");
+  return Answer(c, GrpcEndpoint::kServerMetadata, Status::Ok());
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::ModelMetadata(Context* c, const ModelMetadataRequest* q,
+                                                                   ModelMetadataResponse* r) {
+  return Answer(c, GrpcEndpoint::kModelMetadata, FillModelMetadata(*services_.engine, *q, r));
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::ModelConfig(Context* c, const ModelConfigRequest* q,
+                                                                 ModelConfigResponse* r) {
+  return Answer(c, GrpcEndpoint::kModelConfig, FillModelConfig(*services_.engine, *q, r));
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::ModelStatistics(Context* c, const ModelStatisticsRequest* q,
+                                                                     ModelStatisticsResponse* r) {
+  return Answer(c, GrpcEndpoint::kModelStatistics, FillModelStatistics(*services_.engine, metrics_, *q, r));
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryIndex(Context* c, const RepositoryIndexRequest* q,
+                                                                     RepositoryIndexResponse* r) {
+  FillRepositoryIndex(*services_.engine, *q, r);
+  return Answer(c, GrpcEndpoint::kRepositoryIndex, Status::Ok());
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::ModelInfer(Context* c, const ModelInferRequest*,
+                                                                ModelInferResponse* response) {
+  SteadyTime arrival = std::chrono::steady_clock::now();
+  std::shared_ptr<const ModelInferRequest> message = InferMessageAllocator::SharedRequest(c);
+  if (!message) return Answer(c, GrpcEndpoint::kInfer, Internal("ModelInfer without its message allocator"));
+  Result<DecodedModelInfer> decoded = DecodeModelInferRequest(message, arrival, services_.shared_memory);
+  if (!decoded.ok()) return Answer(c, GrpcEndpoint::kInfer, decoded.status());
+
+  std::unique_ptr<InferenceRequest> request = std::move(decoded->request);
+  ApplyCallDeadline(c->deadline(), request.get());
+  auto* reactor = new InferReactor(request->cancel);
+  struct Pending {
+    std::vector<std::string> requested;
+    SharedMemoryOutputs shared_memory_outputs;
+  };
+  auto pending =
+      std::make_shared<Pending>(Pending{request->requested_outputs, std::move(decoded->shared_memory_outputs)});
+  const InferServices* services = &services_;
+  services_.engine->Submit(
+      std::move(request), [services, reactor, response, pending](Result<InferenceResponse> result) {
+        EncodeSoonAfter(*services, result, [services, reactor, response, pending, result] {
+          Status status = result.ok() ? EncodeModelInferResponse(*result, pending->requested,
+                                                                 pending->shared_memory_outputs, response)
+                                      : result.status();
+          services->counters->Count(GrpcEndpoint::kInfer, status.code());
+          reactor->Finish(ToGrpcStatus(status));
+        });
+      });
+  return reactor;
+}
+
+grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* GrpcInferenceService::ModelStreamInfer(
+    Context* c) {
+  return new StreamInferReactor(c, services_);
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::SystemSharedMemoryStatus(Context* c,
+                                                                              const SystemSharedMemoryStatusRequest* q,
+                                                                              SystemSharedMemoryStatusResponse* r) {
+  if (!shared_memory_) return Answer(c, GrpcEndpoint::kSharedMemory, SharedMemoryOff());
+  auto regions = shared_memory_->Regions(q->name());
+  if (!regions.ok()) return Answer(c, GrpcEndpoint::kSharedMemory, regions.status());
+  for (const SharedMemoryRegionStatus& region : *regions) {
+    auto& status = (*r->mutable_regions())[region.name];
+    status.set_name(region.name);
+    status.set_key(region.key);
+    status.set_offset(region.offset);
+    status.set_byte_size(region.byte_size);
+  }
+  return Answer(c, GrpcEndpoint::kSharedMemory, Status::Ok());
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::SystemSharedMemoryRegister(
+    Context* c, const SystemSharedMemoryRegisterRequest* q, SystemSharedMemoryRegisterResponse*) {
+  if (!shared_memory_) return Answer(c, GrpcEndpoint::kSharedMemory, SharedMemoryOff());
+  return Answer(c, GrpcEndpoint::kSharedMemory,
+                shared_memory_->Register(q->name(), q->key(), q->offset(), q->byte_size()));
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::SystemSharedMemoryUnregister(
+    Context* c, const SystemSharedMemoryUnregisterRequest* q, SystemSharedMemoryUnregisterResponse*) {
+  if (!shared_memory_) return Answer(c, GrpcEndpoint::kSharedMemory, SharedMemoryOff());
+  if (q->name().empty()) {
+    shared_memory_->UnregisterAll();
+  } else {
+    shared_memory_->Unregister(q->name());
+  }
+  return Answer(c, GrpcEndpoint::kSharedMemory, Status::Ok());
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryModelLoad(Context* c,
+                                                                         const RepositoryModelLoadRequest* q,
+                                                                         RepositoryModelLoadResponse*) {
+  return Answer(c, GrpcEndpoint::kUnimplemented,
+                Unimplemented("loading models on request is not supported (model " + Quoted(q->model_name()) + ")"));
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryModelUnload(Context* c,
+                                                                           const RepositoryModelUnloadRequest* q,
+                                                                           RepositoryModelUnloadResponse*) {
+  return Answer(c, GrpcEndpoint::kUnimplemented,
+                Unimplemented("unloading models on request is not supported (model " + Quoted(q->model_name()) + ")"));
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::CudaSharedMemoryStatus(Context* c,
+                                                                            const CudaSharedMemoryStatusRequest*,
+                                                                            CudaSharedMemoryStatusResponse*) {
+  return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("CUDA shared memory is not supported"));
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::CudaSharedMemoryRegister(Context* c,
+                                                                              const CudaSharedMemoryRegisterRequest*,
+                                                                              CudaSharedMemoryRegisterResponse*) {
+  return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("CUDA shared memory is not supported"));
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::CudaSharedMemoryUnregister(
+    Context* c, const CudaSharedMemoryUnregisterRequest*, CudaSharedMemoryUnregisterResponse*) {
+  return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("CUDA shared memory is not supported"));
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::TraceSetting(Context* c, const TraceSettingRequest*,
+                                                                  TraceSettingResponse*) {
+  return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("the trace extension is not supported"));
+}
+
+GrpcInferenceService::Reactor* GrpcInferenceService::LogSettings(Context* c, const LogSettingsRequest*,
+                                                                 LogSettingsResponse*) {
+  return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("the logging extension is not supported"));
+}
+
+}  // namespace weft

@@ -1,0 +1,154 @@
+#include "frontend/grpc/model_queries.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <optional>
+
+#include "frontend/grpc/infer_message.h"
+#include "model_config.pb.h"
+#include "scheduler/version_metrics.h"
+
+namespace weft {
+
+namespace {
+
+// A model's config for metadata and config: a given version must exist (its config is served even when it
+// failed to load); no version = the model's config whatever its state.
+Result<ModelConfig> ConfigFor(const Engine& engine, const std::string& model, const std::string& version_text) {
+  WEFT_ASSIGN_OR_RETURN(int64_t version, ParseModelVersion(model, version_text));
+  if (version != 0) {
+    auto found = engine.FindVersion(model, version);
+    if (found.ok()) return (*found)->config;
+    if (found.status().code() == StatusCode::kNotFound) return found.status();
+  }
+  return engine.FindConfig(model);
+}
+
+void AddTensorMetadata(const ModelConfig& config, const TensorConfig& t,
+                       inference::ModelMetadataResponse::TensorMetadata* out) {
+  out->set_name(t.name);
+  out->set_datatype(std::string(DataTypeName(t.data_type)));
+  for (int64_t d : FullShape(config, t)) out->add_shape(d);
+}
+
+// A config built in code has no JSON: the fields the protocol's clients read are rendered from the struct.
+void ConfigFromFields(const ModelConfig& config, inference::ModelConfig* out) {
+  out->set_name(config.name);
+  out->set_platform(config.platform);
+  out->set_backend(config.backend);
+  out->set_max_batch_size(config.max_batch_size);
+  auto type_of = [](DataType t) {
+    inference::DataType value = inference::TYPE_INVALID;
+    inference::DataType_Parse(std::string(DataTypeConfigName(t)), &value);
+    return value;
+  };
+  for (const TensorConfig& t : config.inputs) {
+    auto* input = out->add_input();
+    input->set_name(t.name);
+    input->set_data_type(type_of(t.data_type));
+    for (int64_t d : t.dims) input->add_dims(d);
+  }
+  for (const TensorConfig& t : config.outputs) {
+    auto* output = out->add_output();
+    output->set_name(t.name);
+    output->set_data_type(type_of(t.data_type));
+    for (int64_t d : t.dims) output->add_dims(d);
+  }
+}
+
+uint64_t Nanos(double seconds) { return seconds <= 0 ? 0 : static_cast<uint64_t>(seconds * 1e9 + 0.5); }
+
+void SetDuration(inference::StatisticDuration* out, uint64_t count, uint64_t ns) {
+  out->set_count(count);
+  out->set_ns(ns);
+}
+
+void AddVersionStatistics(MetricsRegistry* metrics, const std::string& model, int64_t version,
+                          inference::ModelStatisticsResponse* response) {
+  // The scheduler's own handles for (model, version): the registry returns the series the scheduler counts in.
+  VersionMetrics m(metrics, model, version);
+  auto* stats = response->add_model_stats();
+  stats->set_name(model);
+  stats->set_version(std::to_string(version));
+  stats->set_inference_count(static_cast<uint64_t>(m.inference_count->value()));
+  stats->set_execution_count(static_cast<uint64_t>(m.execution_count->value()));
+  auto* infer = stats->mutable_inference_stats();
+  uint64_t failures = 0;
+  for (int c = static_cast<int>(StatusCode::kInvalidArgument); c <= static_cast<int>(StatusCode::kInternal); ++c) {
+    failures += static_cast<uint64_t>(m.FailureCounter(static_cast<StatusCode>(c))->value());
+  }
+  // The request-duration histogram mixes successes and failures, so neither gets a duration of its own.
+  SetDuration(infer->mutable_success(), static_cast<uint64_t>(m.success->value()), 0);
+  SetDuration(infer->mutable_fail(), failures, 0);
+  SetDuration(infer->mutable_queue(), m.queue_duration->count(), Nanos(m.queue_duration->sum()));
+  // Per execution, not per request as in Triton: a batch of n is one observation.
+  SetDuration(infer->mutable_compute_infer(), m.compute_duration->count(), Nanos(m.compute_duration->sum()));
+}
+
+}  // namespace
+
+Status FillModelMetadata(const Engine& engine, const inference::ModelMetadataRequest& request,
+                         inference::ModelMetadataResponse* response) {
+  WEFT_ASSIGN_OR_RETURN(ModelConfig config, ConfigFor(engine, request.name(), request.version()));
+  response->set_name(config.name);
+  for (int64_t v : engine.ReadyVersions(request.name())) response->add_versions(std::to_string(v));
+  response->set_platform(config.platform.empty() ? config.backend : config.platform);
+  for (const TensorConfig& t : config.inputs) AddTensorMetadata(config, t, response->add_inputs());
+  for (const TensorConfig& t : config.outputs) AddTensorMetadata(config, t, response->add_outputs());
+  return Status::Ok();
+}
+
+Status FillModelConfig(const Engine& engine, const inference::ModelConfigRequest& request,
+                       inference::ModelConfigResponse* response) {
+  WEFT_ASSIGN_OR_RETURN(ModelConfig config, ConfigFor(engine, request.name(), request.version()));
+  inference::ModelConfig* out = response->mutable_config();
+  if (config.json.empty()) {
+    ConfigFromFields(config, out);
+    return Status::Ok();
+  }
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;  // the JSON may carry fields of a newer schema
+  auto status = google::protobuf::util::JsonStringToMessage(config.json, out, options);
+  if (!status.ok()) {
+    return Internal("the configuration of model '" + config.name +
+                    "' does not convert to protobuf: " + std::string(status.message()));
+  }
+  return Status::Ok();
+}
+
+Status FillModelStatistics(const Engine& engine, MetricsRegistry* metrics,
+                           const inference::ModelStatisticsRequest& request,
+                           inference::ModelStatisticsResponse* response) {
+  if (request.name().empty()) {
+    if (!request.version().empty()) return InvalidArgument("a version needs a model name");
+    for (const ModelState& s : engine.States()) {
+      if (!s.ready || s.version == 0) continue;
+      AddVersionStatistics(metrics, s.name, s.version, response);
+    }
+    return Status::Ok();
+  }
+  WEFT_ASSIGN_OR_RETURN(int64_t version, ParseModelVersion(request.name(), request.version()));
+  if (version != 0) {
+    WEFT_RETURN_IF_ERROR(engine.FindVersion(request.name(), version).status());
+    AddVersionStatistics(metrics, request.name(), version, response);
+    return Status::Ok();
+  }
+  std::vector<int64_t> versions = engine.ReadyVersions(request.name());
+  if (versions.empty()) return engine.FindVersion(request.name(), 0).status();  // NotFound or Unavailable
+  for (int64_t v : versions) AddVersionStatistics(metrics, request.name(), v, response);
+  return Status::Ok();
+}
+
+void FillRepositoryIndex(const Engine& engine, const inference::RepositoryIndexRequest& request,
+                         inference::RepositoryIndexResponse* response) {
+  for (const ModelState& s : engine.States()) {
+    if (request.ready() && !s.ready) continue;
+    auto* model = response->add_models();
+    model->set_name(s.name);
+    if (s.version != 0) model->set_version(std::to_string(s.version));
+    model->set_state(s.ready ? "READY" : "UNAVAILABLE");
+    model->set_reason(s.reason);
+  }
+}
+
+}  // namespace weft

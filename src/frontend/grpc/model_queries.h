@@ -1,0 +1,35 @@
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "engine/engine.h"
+#include "grpc_service.pb.h"
+#include "metrics/metrics.h"
+
+namespace weft {
+
+// The read-only RPCs about models, answered from the engine (and the metrics registry for statistics). Each
+// fills its response or returns the error the call finishes with. Thread-safe; none blocks on inference.
+
+// NotFound for an unknown model or version; the metadata of a model that failed to load is still served.
+Status FillModelMetadata(const Engine& engine, const inference::ModelMetadataRequest& request,
+                         inference::ModelMetadataResponse* response);
+
+// ModelConfig::json (Triton's JSON rendering of config.pbtxt) parsed into the protobuf ModelConfig; a config
+// built in code, without JSON, is rendered from its fields.
+Status FillModelConfig(const Engine& engine, const inference::ModelConfigRequest& request,
+                       inference::ModelConfigResponse* response);
+
+// What the engine's per-version metrics know: inference and execution counts, successes, failures, and the
+// cumulative queue and compute time. Fields the engine does not measure stay zero (see docs/metrics.md).
+// NotFound for an unknown model or version, Unavailable for one that is not ready.
+Status FillModelStatistics(const Engine& engine, MetricsRegistry* metrics,
+                           const inference::ModelStatisticsRequest& request,
+                           inference::ModelStatisticsResponse* response);
+
+// Every model and version with its state (READY or UNAVAILABLE) and the reason it is not ready.
+void FillRepositoryIndex(const Engine& engine, const inference::RepositoryIndexRequest& request,
+                         inference::RepositoryIndexResponse* response);
+
+}  // namespace weft

@@ -1,0 +1,208 @@
+#include "frontend/grpc/stream_infer.h"
+
+#include <optional>
+#include <vector>
+
+#include "frontend/grpc/grpc_status.h"
+#include "frontend/grpc/infer_message.h"
+
+namespace weft {
+
+namespace {
+
+// Deadlines further away than this are treated as this far: the steady clock's nanoseconds overflow past ~292
+// years, and a client may well send "year 9999".
+constexpr auto kMaxCallTimeout = std::chrono::hours(24 * 365);
+
+}  // namespace
+
+void ApplyCallDeadline(std::chrono::system_clock::time_point call_deadline, InferenceRequest* request) {
+  if (call_deadline == std::chrono::system_clock::time_point::max()) return;
+  auto left = call_deadline - std::chrono::system_clock::now();
+  if (left > kMaxCallTimeout) left = kMaxCallTimeout;
+  SteadyTime deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(left);
+  if (!request->deadline || deadline < *request->deadline) request->deadline = deadline;
+}
+
+void EncodeSoonAfter(const InferServices& services, const Result<InferenceResponse>& result,
+                     std::function<void()> encode) {
+  size_t bytes = 0;
+  if (result.ok()) {
+    for (const Tensor& t : result->outputs) bytes += t.byte_size();
+  }
+  if (bytes <= services.inline_encode_bytes || services.encoder == nullptr) {
+    encode();
+  } else {
+    services.encoder->Post(std::move(encode));
+  }
+}
+
+StreamInferReactor::StreamInferReactor(grpc::CallbackServerContext* context, const InferServices& services)
+    : context_(context), services_(services) {
+  reading_ = std::make_shared<inference::ModelInferRequest>();
+  StartRead(reading_.get());
+}
+
+void StreamInferReactor::StartNextRead() {
+  inference::ModelInferRequest* next;
+  {
+    std::lock_guard lock(mu_);
+    reading_ = std::make_shared<inference::ModelInferRequest>();
+    next = reading_.get();
+  }
+  StartRead(next);
+}
+
+void StreamInferReactor::OnReadDone(bool ok) {
+  if (!ok) {  // the client half-closed, or the call is gone
+    std::optional<grpc::Status> finish;
+    {
+      std::lock_guard lock(mu_);
+      reads_done_ = true;
+      finish = ShouldFinishLocked();
+    }
+    if (finish) Finish(*finish);
+    return;
+  }
+  std::shared_ptr<const inference::ModelInferRequest> message;
+  uint64_t seq;
+  {
+    std::lock_guard lock(mu_);
+    message = std::move(reading_);
+    seq = next_seq_++;
+  }
+
+  Result<DecodedModelInfer> decoded =
+      DecodeModelInferRequest(message, std::chrono::steady_clock::now(), services_.shared_memory);
+  if (!decoded.ok()) {
+    auto response = std::make_unique<Response>();
+    response->set_error_message(decoded.status().message());
+    response->mutable_infer_response()->set_model_name(message->model_name());
+    response->mutable_infer_response()->set_model_version(message->model_version());
+    response->mutable_infer_response()->set_id(message->id());
+    services_.counters->Count(GrpcEndpoint::kStreamInfer, decoded.status().code());
+    Answered(seq, std::move(response));
+  } else {
+    std::unique_ptr<InferenceRequest> request = std::move(decoded->request);
+    ApplyCallDeadline(context_->deadline(), request.get());
+    bool cancelled;
+    {
+      std::lock_guard lock(mu_);
+      in_engine_[seq] = request->cancel;
+      cancelled = cancelled_;
+    }
+    if (cancelled) request->cancel->Cancel();
+    struct Pending {
+      std::vector<std::string> requested;
+      SharedMemoryOutputs shared_memory_outputs;
+      std::string model_name, model_version, id;
+    };
+    auto pending =
+        std::make_shared<Pending>(Pending{request->requested_outputs, std::move(decoded->shared_memory_outputs),
+                                          message->model_name(), message->model_version(), message->id()});
+    services_.engine->Submit(std::move(request), [this, seq, pending](Result<InferenceResponse> result) {
+      EncodeSoonAfter(services_, result, [this, seq, pending, result] {
+        auto response = std::make_unique<Response>();
+        Status status = result.ok()
+                            ? EncodeModelInferResponse(*result, pending->requested, pending->shared_memory_outputs,
+                                                       response->mutable_infer_response())
+                            : result.status();
+        if (!status.ok()) {
+          response->Clear();
+          response->set_error_message(status.message());
+          response->mutable_infer_response()->set_model_name(pending->model_name);
+          response->mutable_infer_response()->set_model_version(pending->model_version);
+          response->mutable_infer_response()->set_id(pending->id);
+        }
+        services_.counters->Count(GrpcEndpoint::kStreamInfer, status.code());
+        Answered(seq, std::move(response));
+      });
+    });
+  }
+
+  bool read_more;
+  {
+    std::lock_guard lock(mu_);
+    // A call that is gone keeps reading, so that the failing read ends it.
+    read_more = cancelled_ || write_failed_ || next_seq_ - next_write_ < services_.max_stream_in_flight;
+    read_paused_ = !read_more;
+  }
+  if (read_more) StartNextRead();
+}
+
+void StreamInferReactor::Answered(uint64_t seq, std::unique_ptr<Response> response) {
+  Response* write = nullptr;
+  std::optional<grpc::Status> finish;
+  {
+    std::lock_guard lock(mu_);
+    in_engine_.erase(seq);
+    if (!write_failed_) ready_[seq] = std::move(response);
+    write = NextWriteLocked();
+    finish = ShouldFinishLocked();
+  }
+  // Nothing below may touch members once Finish is called: OnDone may delete this at once. `write` and `finish`
+  // never both hold (a write in progress keeps the call open).
+  if (write) StartWrite(write);
+  if (finish) Finish(*finish);
+}
+
+void StreamInferReactor::OnWriteDone(bool ok) {
+  Response* write = nullptr;
+  bool resume = false;
+  std::optional<grpc::Status> finish;
+  {
+    std::lock_guard lock(mu_);
+    writing_.reset();
+    ++next_write_;
+    if (!ok) {  // the client is gone: nothing more will reach it
+      write_failed_ = true;
+      ready_.clear();
+    }
+    write = NextWriteLocked();
+    // A paused read resumes when answers drain, and also when the client is gone, so that the failing read ends
+    // the call.
+    if (read_paused_ && !reads_done_ && (write_failed_ || next_seq_ - next_write_ < services_.max_stream_in_flight)) {
+      read_paused_ = false;
+      resume = true;
+    }
+    finish = ShouldFinishLocked();
+  }
+  if (resume) StartNextRead();
+  if (write) StartWrite(write);
+  if (finish) Finish(*finish);
+}
+
+void StreamInferReactor::OnCancel() {
+  std::vector<std::shared_ptr<CancelToken>> tokens;
+  bool resume;
+  {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    for (auto& [seq, token] : in_engine_) tokens.push_back(token);
+    resume = read_paused_ && !reads_done_;
+    read_paused_ = false;
+  }
+  // Outside the lock: the engine may answer on this thread, which takes mu_ in Answered.
+  for (auto& token : tokens) token->Cancel();
+  if (resume) StartNextRead();
+}
+
+void StreamInferReactor::OnDone() { delete this; }
+
+StreamInferReactor::Response* StreamInferReactor::NextWriteLocked() {
+  if (writing_ || write_failed_) return nullptr;
+  auto it = ready_.find(next_write_);
+  if (it == ready_.end()) return nullptr;
+  writing_ = std::move(it->second);
+  ready_.erase(it);
+  return writing_.get();
+}
+
+std::optional<grpc::Status> StreamInferReactor::ShouldFinishLocked() {
+  if (finished_ || !reads_done_ || !in_engine_.empty() || writing_) return std::nullopt;
+  if (!write_failed_ && !ready_.empty()) return std::nullopt;
+  finished_ = true;
+  return cancelled_ ? grpc::Status::CANCELLED : grpc::Status::OK;
+}
+
+}  // namespace weft

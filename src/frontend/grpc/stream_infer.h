@@ -1,0 +1,85 @@
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "engine/engine.h"
+#include "frontend/grpc/request_counters.h"
+#include "frontend/grpc/work_queue.h"
+#include "frontend/shm/shared_memory.h"
+#include "grpc_service.pb.h"
+
+namespace weft {
+
+// What the inference calls use; everything outlives every call (the server stops before they go away).
+struct InferServices {
+  Engine* engine = nullptr;
+  const SharedMemoryRegistry* shared_memory = nullptr;  // null: the extension is off
+  GrpcRequestCounters* counters = nullptr;
+  WorkQueue* encoder = nullptr;  // builds responses bigger than inline_encode_bytes
+  size_t inline_encode_bytes = 0;
+  size_t max_stream_in_flight = 0;  // requests read from one stream and not yet answered
+};
+
+// Sets the request's deadline from the call's: the earlier of the two wins. An infinite gRPC deadline leaves it
+// as it is.
+void ApplyCallDeadline(std::chrono::system_clock::time_point call_deadline, InferenceRequest* request);
+
+// Runs `encode` now when the outputs are small, else on the encoder's threads, so that the engine's thread that
+// delivered the result goes back to inference at once.
+void EncodeSoonAfter(const InferServices& services, const Result<InferenceResponse>& result,
+                     std::function<void()> encode);
+
+// One ModelStreamInfer call: requests are read one after another and submitted as they arrive; responses are
+// written in the order of their requests, one write at a time. An error (a malformed request, an engine error)
+// becomes a response whose error_message says why, and the stream stays open. Reading pauses while
+// max_stream_in_flight requests are unanswered, so a client that does not read cannot make the server buffer
+// without bound. A cancelled call cancels every request it still has in the engine. Finishes OK after the
+// client's last request has been answered. Deletes itself when gRPC is done with it (OnDone), which happens only
+// after every engine callback has returned.
+class StreamInferReactor final
+    : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
+ public:
+  StreamInferReactor(grpc::CallbackServerContext* context, const InferServices& services);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  using Response = inference::ModelStreamInferResponse;
+
+  // The engine's answer (or a decoding error) for request `seq`; may run on any thread.
+  void Answered(uint64_t seq, std::unique_ptr<Response> response);
+  // Under mu_: the next write to start, if any (moved into writing_).
+  Response* NextWriteLocked();
+  // Under mu_: the status to finish the call with when it can finish now (and marks it finished).
+  std::optional<grpc::Status> ShouldFinishLocked();
+  void StartNextRead();
+
+  grpc::CallbackServerContext* const context_;
+  const InferServices services_;
+
+  std::mutex mu_;
+  std::shared_ptr<inference::ModelInferRequest> reading_;       // the message being read; touched by gRPC's reactions
+  uint64_t next_seq_ = 0;                                       // guarded by mu_; the next request's number
+  uint64_t next_write_ = 0;                                     // guarded by mu_; the response to write next
+  std::map<uint64_t, std::unique_ptr<Response>> ready_;         // guarded by mu_; answered, waiting for their turn
+  std::unique_ptr<Response> writing_;                           // guarded by mu_; the write in progress
+  std::map<uint64_t, std::shared_ptr<CancelToken>> in_engine_;  // guarded by mu_
+  bool reads_done_ = false;                                     // guarded by mu_
+  bool read_paused_ = false;                                    // guarded by mu_; too many unanswered requests
+  bool write_failed_ = false;                                   // guarded by mu_; the client is gone
+  bool cancelled_ = false;                                      // guarded by mu_
+  bool finished_ = false;                                       // guarded by mu_
+};
+
+}  // namespace weft

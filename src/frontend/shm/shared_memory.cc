@@ -1,0 +1,191 @@
+#include "frontend/shm/shared_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+namespace weft {
+
+namespace {
+
+std::string Quoted(const std::string& s) { return "'" + s + "'"; }
+
+std::string ErrnoText(int error) { return std::strerror(error); }
+
+// The size of the object behind `fd` now, or an error.
+Result<uint64_t> ObjectSize(int fd, const std::string& key) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return Internal("fstat of shared memory key " + Quoted(key) + ": " + ErrnoText(errno));
+  if (!S_ISREG(st.st_mode)) return InvalidArgument("shared memory key " + Quoted(key) + " is not a memory object");
+  return static_cast<uint64_t>(st.st_size);
+}
+
+}  // namespace
+
+// One registration: the object stays open (its size is checked again at every use) and mapped from its start to
+// the end of the window (mmap offsets must be page-aligned, the window's need not be).
+struct SharedMemoryRegistry::Region {
+  std::string name;
+  std::string key;
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+  int fd = -1;
+  std::byte* base = nullptr;
+  size_t mapped = 0;
+
+  ~Region() {
+    if (base) munmap(base, mapped);
+    if (fd >= 0) close(fd);
+  }
+};
+
+Status CheckSharedMemoryKey(const std::string& key) {
+  std::string_view rest = key;
+  if (rest.starts_with('/')) rest.remove_prefix(1);
+  if (rest.empty()) return InvalidArgument("shared memory key " + Quoted(key) + " is empty");
+  if (key.size() > 255) return InvalidArgument("shared memory key is longer than 255 characters");
+  if (rest.find('/') != std::string_view::npos) {
+    return InvalidArgument("shared memory key " + Quoted(key) +
+                           " names a path: a key may have one leading '/' and no other");
+  }
+  if (rest.find("..") != std::string_view::npos || rest == ".") {
+    return InvalidArgument("shared memory key " + Quoted(key) + " may not contain '..'");
+  }
+  if (rest.find('\0') != std::string_view::npos) return InvalidArgument("shared memory key contains NUL");
+  return Status::Ok();
+}
+
+Status CheckWindow(uint64_t offset, uint64_t byte_size, uint64_t size, const std::string& what) {
+  if (offset > size || byte_size > size - offset) {
+    return InvalidArgument(what + ": offset " + std::to_string(offset) + " + byte_size " + std::to_string(byte_size) +
+                           " exceeds the " + std::to_string(size) + " bytes available");
+  }
+  return Status::Ok();
+}
+
+SharedMemoryRegistry::SharedMemoryRegistry() = default;
+SharedMemoryRegistry::~SharedMemoryRegistry() = default;
+
+Status SharedMemoryRegistry::Register(const std::string& name, const std::string& key, uint64_t offset,
+                                      uint64_t byte_size) {
+  if (name.empty()) return InvalidArgument("a shared memory region needs a name");
+  WEFT_RETURN_IF_ERROR(CheckSharedMemoryKey(key));
+  if (byte_size == 0) return InvalidArgument("shared memory region " + Quoted(name) + ": byte_size must be > 0");
+  {
+    std::lock_guard lock(mu_);
+    if (regions_.count(name)) return InvalidArgument("shared memory region " + Quoted(name) + " is already registered");
+  }
+
+  auto region = std::make_shared<Region>();
+  region->name = name;
+  region->key = key;
+  region->offset = offset;
+  region->byte_size = byte_size;
+  region->fd = shm_open(key.c_str(), O_RDWR, 0);
+  if (region->fd < 0) {
+    int error = errno;
+    std::string what = "cannot open shared memory key " + Quoted(key) + " for region " + Quoted(name) + ": ";
+    if (error == ENOENT) return NotFound(what + ErrnoText(error));
+    return InvalidArgument(what + ErrnoText(error));
+  }
+  WEFT_ASSIGN_OR_RETURN(uint64_t size, ObjectSize(region->fd, key));
+  WEFT_RETURN_IF_ERROR(CheckWindow(offset, byte_size, size, "shared memory region " + Quoted(name)));
+  if (offset + byte_size > std::numeric_limits<size_t>::max()) return InvalidArgument("region is too large");
+  region->mapped = static_cast<size_t>(offset + byte_size);
+  void* base = mmap(nullptr, region->mapped, PROT_READ | PROT_WRITE, MAP_SHARED, region->fd, 0);
+  if (base == MAP_FAILED) {
+    return Internal("cannot map shared memory key " + Quoted(key) + ": " + ErrnoText(errno));
+  }
+  region->base = static_cast<std::byte*>(base);
+
+  std::lock_guard lock(mu_);
+  // Checked again: another registration of the name may have won the race while this one mapped.
+  if (!regions_.emplace(name, std::move(region)).second) {
+    return InvalidArgument("shared memory region " + Quoted(name) + " is already registered");
+  }
+  return Status::Ok();
+}
+
+void SharedMemoryRegistry::Unregister(const std::string& name) {
+  std::shared_ptr<Region> gone;  // unmapped outside the lock, when no slice holds it
+  std::lock_guard lock(mu_);
+  auto it = regions_.find(name);
+  if (it == regions_.end()) return;
+  gone = std::move(it->second);
+  regions_.erase(it);
+}
+
+void SharedMemoryRegistry::UnregisterAll() {
+  std::map<std::string, std::shared_ptr<Region>> gone;
+  std::lock_guard lock(mu_);
+  gone.swap(regions_);
+}
+
+Result<std::vector<SharedMemoryRegionStatus>> SharedMemoryRegistry::Regions(const std::string& name) const {
+  std::vector<SharedMemoryRegionStatus> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [n, r] : regions_) {
+    if (!name.empty() && n != name) continue;
+    out.push_back({r->name, r->key, r->offset, r->byte_size});
+  }
+  if (!name.empty() && out.empty()) return NotFound("no shared memory region " + Quoted(name) + " is registered");
+  return out;
+}
+
+Result<SharedMemorySlice> SharedMemoryRegistry::Slice(const SharedMemoryRef& ref) const {
+  std::shared_ptr<Region> region;
+  {
+    std::lock_guard lock(mu_);
+    auto it = regions_.find(ref.region);
+    if (it == regions_.end()) return NotFound("no shared memory region " + Quoted(ref.region) + " is registered");
+    region = it->second;
+  }
+  WEFT_RETURN_IF_ERROR(
+      CheckWindow(ref.offset, ref.byte_size, region->byte_size, "shared memory region " + Quoted(ref.region)));
+  // A client may have shrunk the object since it registered it; touching pages past its end would be SIGBUS.
+  WEFT_ASSIGN_OR_RETURN(uint64_t size, ObjectSize(region->fd, region->key));
+  WEFT_RETURN_IF_ERROR(CheckWindow(region->offset + ref.offset, ref.byte_size, size,
+                                   "shared memory region " + Quoted(ref.region) + " (key " + Quoted(region->key) +
+                                       ", object now " + std::to_string(size) + " bytes)"));
+  std::byte* data = region->base + region->offset + ref.offset;
+  return SharedMemorySlice{ref.region, std::shared_ptr<const void>(region, data), data,
+                           static_cast<size_t>(ref.byte_size)};
+}
+
+Result<Tensor> SharedMemoryInput(const SharedMemoryRegistry& registry, const SharedMemoryRef& ref,
+                                 const std::string& name, DataType type, const Shape& shape) {
+  WEFT_ASSIGN_OR_RETURN(SharedMemorySlice slice, registry.Slice(ref));
+  std::span<const std::byte> bytes(slice.data, slice.byte_size);
+  if (type == DataType::kBytes) {
+    std::vector<std::byte> copy(bytes.begin(), bytes.end());
+    WEFT_RETURN_IF_ERROR(ValidateTensorBytes(type, shape, copy));
+    return Tensor::FromBytes(name, type, shape, std::move(copy));
+  }
+  WEFT_RETURN_IF_ERROR(ValidateTensorBytes(type, shape, bytes));
+  size_t alignment = std::max<size_t>(1, DataTypeSize(type));
+  if (reinterpret_cast<uintptr_t>(slice.data) % alignment != 0) {
+    return Tensor::FromBytes(name, type, shape, std::vector<std::byte>(bytes.begin(), bytes.end()));
+  }
+  return Tensor(name, type, shape, slice.owner, slice.data, slice.byte_size);
+}
+
+Status WriteSharedMemoryOutput(const Tensor& output, const SharedMemorySlice& slice) {
+  if (output.place().kind == MemoryKind::kGpu) {
+    return Internal("output '" + output.name() + "' is in GPU memory; the backend must return host memory");
+  }
+  if (output.byte_size() > slice.byte_size) {
+    return InvalidArgument("output '" + output.name() + "' has " + std::to_string(output.byte_size()) +
+                           " bytes but its shared memory window in region " + Quoted(slice.region) + " holds " +
+                           std::to_string(slice.byte_size));
+  }
+  // memmove: an identity model's output may be its input, read from the same region.
+  if (output.byte_size() > 0) std::memmove(slice.data, output.data(), output.byte_size());
+  return Status::Ok();
+}
+
+}  // namespace weft

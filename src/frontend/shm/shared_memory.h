@@ -1,0 +1,99 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "tensor/tensor.h"
+
+namespace weft {
+
+// The system shared memory extension: clients put tensors in POSIX shared memory objects (shm_open), register a
+// window of one under a region name, and then name the region in requests instead of sending the bytes. Shared
+// by the HTTP and gRPC frontends, so a region registered over one protocol is usable over the other.
+
+// A registered region as the status calls report it.
+struct SharedMemoryRegionStatus {
+  std::string name;
+  std::string key;
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
+// Where a tensor lives in a region: the request parameters shared_memory_region, shared_memory_offset (relative
+// to the region's own offset) and shared_memory_byte_size.
+struct SharedMemoryRef {
+  std::string region;
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
+// A checked window of a mapped region. `owner` keeps the mapping alive, so unregistering a region while a
+// request still uses it is safe: the mapping goes away with the last slice.
+struct SharedMemorySlice {
+  std::string region;
+  std::shared_ptr<const void> owner;
+  std::byte* data = nullptr;
+  size_t byte_size = 0;
+};
+
+// Checks a key before shm_open sees it: a key names a POSIX shared memory object and never a file, so it may
+// have one leading '/', no other '/', no "..", no NUL, and at most 255 characters. InvalidArgument otherwise.
+Status CheckSharedMemoryKey(const std::string& key);
+
+// Checks that [offset, offset + byte_size) lies within `size` bytes without overflowing; InvalidArgument
+// naming `what` otherwise.
+Status CheckWindow(uint64_t offset, uint64_t byte_size, uint64_t size, const std::string& what);
+
+// The regions registered with this server. Thread-safe; no call blocks on anything but the registry's lock and
+// the system calls of registration.
+class SharedMemoryRegistry {
+ public:
+  SharedMemoryRegistry();
+  ~SharedMemoryRegistry();
+  SharedMemoryRegistry(const SharedMemoryRegistry&) = delete;
+  SharedMemoryRegistry& operator=(const SharedMemoryRegistry&) = delete;
+
+  // Opens the object `key` read-write and maps it. The window [offset, offset + byte_size) must lie within the
+  // object's size as fstat reports it now. InvalidArgument for a bad key, an empty window, a window past the
+  // end, or a name already registered; NotFound when no object has that key; Internal when mapping fails.
+  Status Register(const std::string& name, const std::string& key, uint64_t offset, uint64_t byte_size);
+  // Forgets the region; slices already handed out stay valid. Unregistering an unknown name is not an error,
+  // as in Triton: the call is idempotent.
+  void Unregister(const std::string& name);
+  void UnregisterAll();
+
+  // One region (NotFound if unknown), or every region when `name` is empty, in name order.
+  Result<std::vector<SharedMemoryRegionStatus>> Regions(const std::string& name) const;
+
+  // The window `ref` names, checked against the region's window and against the object's size as fstat
+  // reports it at this moment (a client that shrank the object since registering is caught here).
+  // NotFound for an unknown region; InvalidArgument for a window out of bounds.
+  Result<SharedMemorySlice> Slice(const SharedMemoryRef& ref) const;
+
+ private:
+  struct Region;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Region>> regions_;  // guarded by mu_
+};
+
+// An input tensor read from shared memory. Fixed-size types view the region in place when aligned for their
+// type (copied otherwise); BYTES tensors are copied before they are checked, so that a client that rewrites the
+// region cannot change the length prefixes after the check. `byte_size` must equal the tensor's size.
+Result<Tensor> SharedMemoryInput(const SharedMemoryRegistry& registry, const SharedMemoryRef& ref,
+                                 const std::string& name, DataType type, const Shape& shape);
+
+// Writes an output's bytes to its slice. InvalidArgument when the output is larger than the slice.
+Status WriteSharedMemoryOutput(const Tensor& output, const SharedMemorySlice& slice);
+
+// Where requested outputs go: output name -> slice. Outputs not listed travel in the response.
+using SharedMemoryOutputs = std::map<std::string, SharedMemorySlice>;
+
+}  // namespace weft

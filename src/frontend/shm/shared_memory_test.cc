@@ -1,0 +1,174 @@
+#include "frontend/shm/shared_memory.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace weft {
+namespace {
+
+// A POSIX shared memory object for one test, unlinked at the end.
+class ShmObject {
+ public:
+  explicit ShmObject(size_t size) : key_("/weft_shm_test_" + std::to_string(getpid()) + "_" + std::to_string(next_++)) {
+    int fd = shm_open(key_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    EXPECT_GE(fd, 0) << std::strerror(errno);
+    EXPECT_EQ(ftruncate(fd, static_cast<off_t>(size)), 0);
+    base_ = static_cast<std::byte*>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    size_ = size;
+    fd_ = fd;
+  }
+  ~ShmObject() {
+    munmap(base_, size_);
+    close(fd_);
+    shm_unlink(key_.c_str());
+  }
+  const std::string& key() const { return key_; }
+  std::byte* data() const { return base_; }
+  void Truncate(size_t size) { EXPECT_EQ(ftruncate(fd_, static_cast<off_t>(size)), 0); }
+
+ private:
+  static inline int next_ = 0;
+  std::string key_;
+  std::byte* base_ = nullptr;
+  size_t size_ = 0;
+  int fd_ = -1;
+};
+
+TEST(SharedMemoryKeyTest, KeysNameObjectsNeverPaths) {
+  EXPECT_TRUE(CheckSharedMemoryKey("/input").ok());
+  EXPECT_TRUE(CheckSharedMemoryKey("input_0.a").ok());
+  for (const char* bad : {"", "/", "/dev/shm/x", "a/b", "..", "/..", "/a..b", "../etc/passwd", "//x"}) {
+    Status s = CheckSharedMemoryKey(bad);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_FALSE(CheckSharedMemoryKey(std::string(300, 'k')).ok());
+  EXPECT_FALSE(CheckSharedMemoryKey(std::string("a\0b", 3)).ok());
+}
+
+TEST(SharedMemoryWindowTest, ChecksBoundsWithoutOverflow) {
+  EXPECT_TRUE(CheckWindow(0, 16, 16, "w").ok());
+  EXPECT_TRUE(CheckWindow(16, 0, 16, "w").ok());
+  EXPECT_FALSE(CheckWindow(1, 16, 16, "w").ok());
+  EXPECT_FALSE(CheckWindow(17, 0, 16, "w").ok());
+  EXPECT_FALSE(CheckWindow(8, UINT64_MAX - 4, 16, "w").ok());
+  EXPECT_FALSE(CheckWindow(UINT64_MAX, 2, 16, "w").ok());
+}
+
+TEST(SharedMemoryRegistryTest, RegistersChecksAgainstTheObjectSizeAndReportsStatus) {
+  ShmObject object(4096);
+  SharedMemoryRegistry registry;
+  EXPECT_EQ(registry.Register("r", object.key(), 4000, 200).code(), StatusCode::kInvalidArgument);  // past the end
+  EXPECT_EQ(registry.Register("r", object.key(), 0, 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Register("r", "/weft_no_such_key_for_test", 0, 16).code(), StatusCode::kNotFound);
+  EXPECT_EQ(registry.Register("r", "/dev/shm/x", 0, 16).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(registry.Register("r", object.key(), 64, 1024).ok());
+  EXPECT_EQ(registry.Register("r", object.key(), 0, 16).code(), StatusCode::kInvalidArgument);  // taken
+  ASSERT_TRUE(registry.Register("s", object.key(), 0, 4096).ok());
+
+  auto all = registry.Regions("");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].name, "r");
+  EXPECT_EQ((*all)[0].key, object.key());
+  EXPECT_EQ((*all)[0].offset, 64u);
+  EXPECT_EQ((*all)[0].byte_size, 1024u);
+  EXPECT_EQ(registry.Regions("nope").status().code(), StatusCode::kNotFound);
+
+  registry.Unregister("r");
+  registry.Unregister("r");  // idempotent
+  EXPECT_EQ(registry.Regions("r").status().code(), StatusCode::kNotFound);
+  registry.UnregisterAll();
+  EXPECT_TRUE(registry.Regions("")->empty());
+}
+
+TEST(SharedMemoryRegistryTest, SlicesAreCheckedAgainstTheRegionAndTheObjectNow) {
+  ShmObject object(4096);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("r", object.key(), 1024, 2048).ok());
+  auto slice = registry.Slice({"r", 16, 32});
+  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  EXPECT_EQ(slice->byte_size, 32u);
+  slice->data[0] = std::byte{42};
+  EXPECT_EQ(object.data()[1024 + 16], std::byte{42});  // the same pages the client sees
+
+  EXPECT_EQ(registry.Slice({"r", 2048, 1}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Slice({"r", 2000, 49}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Slice({"r", UINT64_MAX, 2}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Slice({"other", 0, 1}).status().code(), StatusCode::kNotFound);
+
+  object.Truncate(2048);  // the client shrinks the object under the registration
+  EXPECT_TRUE(registry.Slice({"r", 0, 1024}).ok());
+  Result<SharedMemorySlice> past = registry.Slice({"r", 1000, 100});
+  EXPECT_EQ(past.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(past.status().message().find("2048"), std::string::npos) << past.status().message();
+}
+
+TEST(SharedMemoryRegistryTest, SlicesOutliveUnregistration) {
+  ShmObject object(4096);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, 4096).ok());
+  auto slice = registry.Slice({"r", 0, 8});
+  ASSERT_TRUE(slice.ok());
+  registry.UnregisterAll();
+  std::memset(slice->data, 7, 8);  // still mapped: the slice owns the mapping
+  EXPECT_EQ(object.data()[7], std::byte{7});
+}
+
+TEST(SharedMemoryInputTest, ViewsAlignedFixedSizeTensorsAndCopiesTheRest) {
+  ShmObject object(4096);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, 4096).ok());
+  float values[4] = {1, 2, 3, 4};
+  std::memcpy(object.data() + 64, values, sizeof(values));
+  std::memcpy(object.data() + 201, values, sizeof(values));
+
+  auto aligned = SharedMemoryInput(registry, {"r", 64, 16}, "x", DataType::kFp32, {4});
+  ASSERT_TRUE(aligned.ok()) << aligned.status().ToString();
+  auto odd = SharedMemoryInput(registry, {"r", 201, 16}, "x", DataType::kFp32, {4});
+  ASSERT_TRUE(odd.ok());
+  EXPECT_EQ(odd->as<float>()[3], 4.0f);
+  // The server maps the object at its own address: a view shows what the client writes afterwards, a copy not.
+  float later = 9;
+  std::memcpy(object.data() + 64, &later, 4);
+  std::memcpy(object.data() + 201, &later, 4);
+  EXPECT_EQ(aligned->as<float>()[0], 9.0f);  // zero-copy
+  EXPECT_EQ(odd->as<float>()[0], 1.0f);      // copied
+
+  EXPECT_EQ(SharedMemoryInput(registry, {"r", 64, 12}, "x", DataType::kFp32, {4}).status().code(),
+            StatusCode::kInvalidArgument);  // the window does not hold the shape
+  EXPECT_EQ(SharedMemoryInput(registry, {"r", 4090, 16}, "x", DataType::kFp32, {4}).status().code(),
+            StatusCode::kInvalidArgument);  // out of bounds
+
+  const char bytes_element[] = "\x02\x00\x00\x00hi";
+  std::memcpy(object.data() + 512, bytes_element, 6);
+  auto text = SharedMemoryInput(registry, {"r", 512, 6}, "s", DataType::kBytes, {1});
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  std::memcpy(object.data() + 516, "yo", 2);
+  EXPECT_EQ(SplitBytesElements(text->bytes())[0], "hi");  // copied, then checked
+  EXPECT_FALSE(SharedMemoryInput(registry, {"r", 512, 5}, "s", DataType::kBytes, {1}).ok());
+}
+
+TEST(SharedMemoryOutputTest, WritesIntoTheSliceAndRejectsWhatDoesNotFit) {
+  ShmObject object(4096);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, 4096).ok());
+  std::vector<float> values = {5, 6};
+  std::vector<std::byte> raw(8);
+  std::memcpy(raw.data(), values.data(), 8);
+  Tensor out = Tensor::FromBytes("y", DataType::kFp32, {2}, raw);
+  auto slice = registry.Slice({"r", 100, 8});
+  ASSERT_TRUE(slice.ok());
+  ASSERT_TRUE(WriteSharedMemoryOutput(out, *slice).ok());
+  float back[2];
+  std::memcpy(back, object.data() + 100, 8);
+  EXPECT_EQ(back[1], 6.0f);
+  auto small = registry.Slice({"r", 100, 4});
+  EXPECT_EQ(WriteSharedMemoryOutput(out, *small).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace weft

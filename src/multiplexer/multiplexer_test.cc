@@ -1,0 +1,325 @@
+#include "multiplexer/multiplexer.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "backends/builtin/builtin_backend.h"
+#include "device/cpu/cpu_device.h"
+
+namespace weft {
+namespace {
+
+using std::chrono::milliseconds;
+
+ModelConfig Config(std::string builtin, ModelPriority priority, std::map<std::string, std::string> parameters = {}) {
+  ModelConfig c;
+  c.name = builtin + "_" + std::to_string(static_cast<int>(priority));
+  c.backend = "weft_builtin";
+  c.max_batch_size = 8;
+  c.inputs = {{"INPUT0", DataType::kFp32, {1}, std::nullopt}};
+  c.outputs = {{"OUTPUT0", builtin == "counter" ? DataType::kInt64 : DataType::kFp32, {1}, std::nullopt}};
+  c.parameters = std::move(parameters);
+  c.parameters["builtin"] = builtin;
+  c.priority = priority;
+  return c;
+}
+
+std::vector<Tensor> Batch(int items) {
+  std::vector<std::byte> bytes(items * sizeof(float));
+  return {Tensor::FromBytes("INPUT0", DataType::kFp32, {items, 1}, std::move(bytes))};
+}
+
+// Collects batch results in completion order. Thread-safe.
+class Results {
+ public:
+  BatchDone Callback(int id) {
+    return [this, id](Result<std::vector<Tensor>> outputs, const BatchTiming& timing) {
+      std::lock_guard lock(mu_);
+      order_.push_back(id);
+      if (outputs.ok() && !outputs->empty() && (*outputs)[0].type() == DataType::kInt64) {
+        auto values = (*outputs)[0].as<int64_t>();
+        counts_[id].assign(values.begin(), values.end());
+      }
+      ok_ = ok_ && outputs.ok();
+      timings_[id] = timing;
+      cv_.notify_all();
+    };
+  }
+  bool WaitFor(size_t n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(20), [&] { return order_.size() >= n; });
+  }
+  std::vector<int> order() {
+    std::lock_guard lock(mu_);
+    return order_;
+  }
+  std::vector<int64_t> counts(int id) {
+    std::lock_guard lock(mu_);
+    return counts_[id];
+  }
+  BatchTiming timing(int id) {
+    std::lock_guard lock(mu_);
+    return timings_[id];
+  }
+  bool ok() {
+    std::lock_guard lock(mu_);
+    return ok_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int> order_;                      // guarded by mu_
+  std::map<int, std::vector<int64_t>> counts_;  // guarded by mu_
+  std::map<int, BatchTiming> timings_;          // guarded by mu_
+  bool ok_ = true;                              // guarded by mu_
+};
+
+class MultiplexerTest : public ::testing::Test {
+ protected:
+  void Start(int workers, MultiplexerOptions options = {}) {
+    device_ = std::move(CreateCpuDevice({.workers = workers}).value());
+    auto mux = Multiplexer::Create(device_.get(), options, &metrics_);
+    ASSERT_TRUE(mux.ok()) << mux.status().ToString();
+    mux_ = std::move(mux).value();
+  }
+  Lane* Add(const ModelConfig& config) {
+    auto backend = MakeBuiltinBackend();
+    auto instance = backend->CreateInstance(config, "", 0);
+    EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+    instances_.push_back(std::move(instance).value());
+    auto lane = mux_->AddInstance(config, 1, instances_.back().get());
+    EXPECT_TRUE(lane.ok()) << lane.status().ToString();
+    lanes_.push_back(std::move(lane).value());
+    return lanes_.back().get();
+  }
+  void Submit(Lane* lane, int id, int items = 1) {
+    ASSERT_TRUE(lane->AcquireSlot(std::stop_token()));
+    lane->Submit(Batch(items), results_.Callback(id));
+  }
+  void TearDown() override {
+    lanes_.clear();  // wait for their batches
+    mux_.reset();
+    device_.reset();
+  }
+
+  MetricsRegistry metrics_;
+  Results results_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Multiplexer> mux_;
+  std::vector<std::unique_ptr<ModelInstance>> instances_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
+TEST(PriorityClassTest, FollowsTheConfigPriority) {
+  EXPECT_EQ(ClassOf(ModelPriority::kMax), PriorityClass::kHigh);
+  EXPECT_EQ(ClassOf(ModelPriority::kDefault), PriorityClass::kNormal);
+  EXPECT_EQ(ClassOf(ModelPriority::kMin), PriorityClass::kBestEffort);
+}
+
+TEST_F(MultiplexerTest, InstancesOfAClassSpreadOverItsStreams) {
+  Start(2, {.streams_per_class = 2});
+  Lane* a = Add(Config("sleep", ModelPriority::kDefault));
+  Lane* b = Add(Config("sleep", ModelPriority::kDefault));
+  Lane* c = Add(Config("sleep", ModelPriority::kMax));
+  Lane* d = Add(Config("sleep", ModelPriority::kMin));
+  EXPECT_NE(a->stream_name(), b->stream_name());
+  EXPECT_EQ(a->stream_name().rfind("normal/", 0), 0u);
+  EXPECT_EQ(c->stream_name().rfind("high/", 0), 0u);
+  EXPECT_EQ(d->stream_name().rfind("best_effort/", 0), 0u);
+  EXPECT_EQ(a->max_inflight(), 1);  // the CPU device's defaults
+  EXPECT_EQ(c->max_inflight(), 2);
+  EXPECT_EQ(d->max_inflight(), 1);
+  EXPECT_EQ(mux_->Stats().size(), 6u);
+}
+
+// The contract of a move: the first batch on the new stream waits for the last one on the old stream. The counter
+// model's output is the number of items its instance executed before, so any reordering shows.
+TEST_F(MultiplexerTest, OrderPerInstanceIsKeptAcrossAMove) {
+  Start(4, {.streams_per_class = 2, .max_inflight = 8, .load_balance = false});
+  Lane* lane = Add(Config("counter", ModelPriority::kDefault, {{"batch_delay_us", "30000"}}));
+  Submit(lane, 0, 2);  // slow, on the first stream
+  lane->MoveTo(lane->stream_name() == "normal/0" ? 1 : 0);
+  Submit(lane, 1, 3);  // would run at once on a free worker of the idle stream if it did not wait
+  ASSERT_TRUE(results_.WaitFor(2));
+  EXPECT_EQ(results_.order(), (std::vector<int>{0, 1}));
+  EXPECT_EQ(results_.counts(0), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(results_.counts(1), (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_GE(results_.timing(1).start, results_.timing(0).end);
+  EXPECT_EQ(lane->migrations(), 1u);
+}
+
+TEST_F(MultiplexerTest, ManyMovesKeepOrder) {
+  Start(4, {.streams_per_class = 3, .max_inflight = 4, .load_balance = false});
+  Lane* lane = Add(Config("counter", ModelPriority::kDefault, {{"batch_delay_us", "200"}}));
+  std::mt19937 rng(7);
+  constexpr int kBatches = 120;
+  for (int i = 0; i < kBatches; ++i) {
+    if (rng() % 3 == 0) lane->MoveTo(rng() % 3);
+    Submit(lane, i, 1);
+  }
+  ASSERT_TRUE(results_.WaitFor(kBatches));
+  for (int i = 0; i < kBatches; ++i) EXPECT_EQ(results_.counts(i), (std::vector<int64_t>{i})) << i;
+  EXPECT_GT(lane->migrations(), 10u);
+}
+
+TEST_F(MultiplexerTest, BestEffortBatchesInFlightAreBoundedPerInstance) {
+  Start(2, {.best_effort_max_inflight = 1});
+  Lane* lane = Add(Config("sleep", ModelPriority::kMin, {{"batch_delay_us", "50000"}}));
+  Submit(lane, 0);
+  EXPECT_EQ(lane->inflight(), 1);
+  EXPECT_FALSE(lane->TryAcquireSlot());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(lane->AcquireSlot(std::stop_token()));  // gated on the completion
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(30));
+  lane->ReleaseSlot();
+  ASSERT_TRUE(results_.WaitFor(1));
+}
+
+TEST_F(MultiplexerTest, TheBoundComesFromTheModelParameter) {
+  Start(2);
+  Lane* three = Add(Config("sleep", ModelPriority::kMin, {{"weft.max_inflight_batches", "3"}}));
+  Lane* unbounded = Add(Config("sleep", ModelPriority::kMin, {{"weft.max_inflight_batches", "0"}}));
+  EXPECT_EQ(three->max_inflight(), 3);
+  EXPECT_GT(unbounded->max_inflight(), 1000);
+  auto bad = mux_->AddInstance(Config("sleep", ModelPriority::kMin, {{"weft.max_inflight_batches", "x"}}), 1,
+                               instances_[0].get());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(MultiplexerTest, TheBestEffortBudgetIsSharedByTheDevice) {
+  Start(4, {.best_effort_max_inflight = 4, .best_effort_budget = 1});
+  Lane* a = Add(Config("sleep", ModelPriority::kMin, {{"batch_delay_us", "30000"}}));
+  Lane* b = Add(Config("sleep", ModelPriority::kMin));
+  Lane* urgent = Add(Config("sleep", ModelPriority::kMax));
+  Submit(a, 0);
+  EXPECT_EQ(mux_->best_effort_inflight(), 1);
+  EXPECT_FALSE(b->TryAcquireSlot());
+  EXPECT_TRUE(urgent->TryAcquireSlot());  // other classes are not bounded by it
+  urgent->ReleaseSlot();
+  std::stop_source stop;
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(milliseconds(5));
+    stop.request_stop();
+  });
+  EXPECT_FALSE(b->AcquireSlot(stop.get_token()));  // a stop ends the wait
+  ASSERT_TRUE(b->AcquireSlot(std::stop_token()));  // and a completion frees the budget
+  b->ReleaseSlot();
+  ASSERT_TRUE(results_.WaitFor(1));
+  EXPECT_EQ(mux_->best_effort_inflight(), 0);
+}
+
+// One worker: a high-priority batch submitted after best-effort batches are queued runs before them.
+TEST_F(MultiplexerTest, UrgentWorkOvertakesQueuedBestEffortWork) {
+  Start(1, {.streams_per_class = 1, .best_effort_max_inflight = 0});
+  Lane* be = Add(Config("sleep", ModelPriority::kMin, {{"batch_delay_us", "20000"}}));
+  Lane* urgent = Add(Config("sleep", ModelPriority::kMax, {{"batch_delay_us", "1000"}}));
+  for (int i = 0; i < 4; ++i) Submit(be, i);
+  std::this_thread::sleep_for(milliseconds(5));  // the first best-effort batch is running
+  Submit(urgent, 100);
+  ASSERT_TRUE(results_.WaitFor(5));
+  EXPECT_EQ(results_.order(), (std::vector<int>{0, 100, 1, 2, 3}));
+}
+
+// One worker, busy: when it frees up, a best-effort stream that became ready first is served first without
+// priorities, and after the high-priority stream with them.
+class StreamPrioritiesTest : public MultiplexerTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(StreamPrioritiesTest, DecideWhichReadyStreamAFreeWorkerServes) {
+  Start(1, {.streams_per_class = 2, .stream_priorities = GetParam(), .best_effort_max_inflight = 0});
+  Lane* running = Add(Config("sleep", ModelPriority::kMin, {{"batch_delay_us", "30000"}}));
+  Lane* waiting = Add(Config("sleep", ModelPriority::kMin, {{"batch_delay_us", "1000"}}));
+  Lane* urgent = Add(Config("sleep", ModelPriority::kMax, {{"batch_delay_us", "1000"}}));
+  ASSERT_NE(running->stream_name(), waiting->stream_name());
+  Submit(running, 0);
+  std::this_thread::sleep_for(milliseconds(5));
+  Submit(waiting, 1);
+  std::this_thread::sleep_for(milliseconds(5));
+  Submit(urgent, 100);
+  ASSERT_TRUE(results_.WaitFor(3));
+  EXPECT_EQ(results_.order(), (GetParam() ? std::vector<int>{0, 100, 1} : std::vector<int>{0, 1, 100}));
+}
+
+INSTANTIATE_TEST_SUITE_P(OnAndOff, StreamPrioritiesTest, ::testing::Bool());
+
+TEST_F(MultiplexerTest, BusyTimeIsMeasuredPerStreamModelAndDevice) {
+  Start(2, {.streams_per_class = 1, .max_inflight = 8});
+  Lane* lane = Add(Config("sleep", ModelPriority::kDefault, {{"batch_delay_us", "20000"}}));
+  const SteadyTime start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) Submit(lane, i);
+  ASSERT_TRUE(results_.WaitFor(5));
+  const SteadyTime end = std::chrono::steady_clock::now();
+  const double busy = mux_->BusyFraction(start, end);
+  EXPECT_GT(busy, 0.6);
+  EXPECT_LE(busy, 1.0);
+  EXPECT_NEAR(mux_->ModelBusyFraction(Config("sleep", ModelPriority::kDefault).name, 1, start, end), busy, 1e-9);
+  EXPECT_EQ(mux_->ModelBusyFraction("unknown", 1, start, end), 0);
+  const std::string text = metrics_.Exposition();
+  for (const char* name : {"weft_stream_busy_fraction", "weft_stream_busy_seconds_total", "weft_stream_queue_depth",
+                           "weft_device_busy_fraction", "weft_model_device_ms_per_second", "weft_best_effort_inflight",
+                           "weft_instance_migrations_total"}) {
+    EXPECT_NE(text.find(name), std::string::npos) << name;
+  }
+  for (const auto& s : mux_->Stats()) {
+    if (s.name == "normal/0") {
+      EXPECT_GT(s.load, 0.05);  // 100 ms busy under a 1 s time constant
+    }
+  }
+}
+
+TEST_F(MultiplexerTest, TheBalancerMovesAnInstanceOffACrowdedStream) {
+  Start(4, {.streams_per_class = 2,
+            .max_inflight = 1,
+            .balance_interval = milliseconds(20),
+            .balance_threshold = 0.2,
+            .load_time_constant = milliseconds(100)});
+  Lane* a = Add(Config("sleep", ModelPriority::kDefault, {{"batch_delay_us", "5000"}}));
+  Lane* b = Add(Config("sleep", ModelPriority::kDefault, {{"batch_delay_us", "5000"}}));
+  b->MoveTo(a->stream_name() == "normal/0" ? 0 : 1);  // crowd them on one stream
+  ASSERT_EQ(a->stream_name(), b->stream_name());
+  // Only `a` keeps submitting, so its crowded stream is busy and the other idle: its next submissions move it.
+  for (int i = 0; i < 60 && a->stream_name() == b->stream_name(); ++i) Submit(a, i);
+  EXPECT_NE(a->stream_name(), b->stream_name());
+  EXPECT_GE(a->migrations(), 1u);
+}
+
+TEST_F(MultiplexerTest, InputsLiveUntilTheCompletion) {
+  Start(2);
+  Lane* lane = Add(Config("sleep", ModelPriority::kDefault, {{"batch_delay_us", "20000"}}));
+  std::atomic<bool> released{false};
+  std::atomic<bool> released_early{false};
+  {
+    auto owner = std::shared_ptr<std::byte>(new std::byte[4], [&](std::byte* p) {
+      delete[] p;
+      released = true;
+    });
+    Tensor t("INPUT0", DataType::kFp32, {1, 1}, owner, owner.get(), 4);
+    ASSERT_TRUE(lane->AcquireSlot(std::stop_token()));
+    lane->Submit({t}, [&](Result<std::vector<Tensor>> outputs, const BatchTiming&) {
+      released_early = released.load();
+      EXPECT_TRUE(outputs.ok());
+    });
+  }
+  lanes_.clear();  // waits for the batch's callback
+  mux_.reset();    // and for the streams to release what they held
+  EXPECT_FALSE(released_early.load());
+  EXPECT_TRUE(released.load());
+}
+
+TEST_F(MultiplexerTest, OneSharedStreamServesEveryClass) {
+  Start(2, {.single_stream = true});
+  Lane* a = Add(Config("sleep", ModelPriority::kMax));
+  Lane* b = Add(Config("sleep", ModelPriority::kMin));
+  EXPECT_EQ(a->stream_name(), "shared/0");
+  EXPECT_EQ(b->stream_name(), "shared/0");
+  EXPECT_EQ(mux_->Stats().size(), 1u);
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,351 @@
+"""The system shared memory extension over gRPC and HTTP, against the real `weft serve`. Regions are POSIX shared
+memory objects made here with multiprocessing.shared_memory, as a client process would make them."""
+
+import json
+import os
+import subprocess
+import unittest
+from multiprocessing import shared_memory
+
+import numpy as np
+
+from weft_testing import (BINARY, RPC_TIMEOUT, WeftServer, ensure_example_models, grpc, infer_request, load_reference,
+                          pb, response_outputs)
+
+TOLERANCE = 1e-4
+
+
+def setUpModule():
+    global server
+    ensure_example_models()
+    server = WeftServer(extra_args=["--allow-shared-memory"]).start()
+
+
+def tearDownModule():
+    code = server.stop()
+    assert code == 0, "weft serve exited with %d:\n%s" % (code, "".join(server.log))
+
+
+class Shm:
+    """A POSIX shared memory object; its key is what the server opens with shm_open."""
+
+    def __init__(self, size):
+        self.shm = shared_memory.SharedMemory(create=True, size=size)
+        self.key = "/" + self.shm.name.lstrip("/")
+        self.size = size
+
+    def write(self, offset, array):
+        data = np.ascontiguousarray(array).tobytes()
+        self.shm.buf[offset:offset + len(data)] = data
+
+    def read(self, offset, dtype, shape):
+        count = int(np.prod(shape))
+        return np.frombuffer(bytes(self.shm.buf[offset:offset + count * np.dtype(dtype).itemsize]),
+                             dtype=dtype).reshape(shape)
+
+    def truncate(self, size):
+        fd = os.open("/dev/shm/" + self.key.lstrip("/"), os.O_RDWR)
+        try:
+            os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+
+    def close(self):
+        self.shm.close()
+        self.shm.unlink()
+
+
+def grpc_register(name, key, byte_size, offset=0):
+    server.stub.SystemSharedMemoryRegister(
+        pb.SystemSharedMemoryRegisterRequest(name=name, key=key, offset=offset, byte_size=byte_size),
+        timeout=RPC_TIMEOUT)
+
+
+def grpc_unregister(name=""):
+    server.stub.SystemSharedMemoryUnregister(pb.SystemSharedMemoryUnregisterRequest(name=name), timeout=RPC_TIMEOUT)
+
+
+def set_shm(parameters, region, byte_size, offset=0):
+    parameters["shared_memory_region"].string_param = region
+    parameters["shared_memory_byte_size"].int64_param = byte_size
+    if offset:
+        parameters["shared_memory_offset"].int64_param = offset
+
+
+class GrpcSharedMemoryTest(unittest.TestCase):
+    def setUp(self):
+        self.regions = []
+
+    def tearDown(self):
+        grpc_unregister()
+        for r in self.regions:
+            r.close()
+
+    def make(self, size):
+        r = Shm(size)
+        self.regions.append(r)
+        return r
+
+    def test_inputs_and_outputs_in_shared_memory_match_the_reference(self):
+        ref = load_reference("add_sub")
+        nbytes = ref["inputs"]["INPUT0"].nbytes  # 128
+        inputs, outputs = self.make(4096 + 2 * nbytes), self.make(2 * nbytes)
+        # The input region starts 4096 bytes into its object; tensors sit at offsets inside the region.
+        inputs.write(4096, ref["inputs"]["INPUT0"])
+        inputs.write(4096 + nbytes, ref["inputs"]["INPUT1"])
+        grpc_register("in", inputs.key, 2 * nbytes, offset=4096)
+        grpc_register("out", outputs.key, 2 * nbytes)
+
+        status = server.stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest(), timeout=RPC_TIMEOUT)
+        self.assertEqual(set(status.regions), {"in", "out"})
+        self.assertEqual((status.regions["in"].key, status.regions["in"].offset, status.regions["in"].byte_size),
+                         (inputs.key, 4096, 2 * nbytes))
+
+        request = pb.ModelInferRequest(model_name="add_sub", id="shm")
+        for i, name in enumerate(("INPUT0", "INPUT1")):
+            tensor = request.inputs.add(name=name, datatype="FP32", shape=[2, 16])
+            set_shm(tensor.parameters, "in", nbytes, offset=i * nbytes)
+        for i, name in enumerate(("OUTPUT0", "OUTPUT1")):
+            set_shm(request.outputs.add(name=name).parameters, "out", nbytes, offset=i * nbytes)
+        response = server.stub.ModelInfer(request, timeout=RPC_TIMEOUT)
+
+        self.assertEqual([t.name for t in response.outputs], ["OUTPUT0", "OUTPUT1"])
+        self.assertEqual(list(response.raw_output_contents), [b"", b""])  # the data went to shared memory
+        for i, name in enumerate(("OUTPUT0", "OUTPUT1")):
+            self.assertEqual(list(response.outputs[i].shape), [2, 16])
+            self.assertEqual(response.outputs[i].parameters["shared_memory_region"].string_param, "out")
+            np.testing.assert_allclose(outputs.read(i * nbytes, np.float32, (2, 16)), ref["outputs"][name],
+                                       rtol=0, atol=TOLERANCE, err_msg=name)
+
+    def test_shared_memory_mixes_with_raw_contents_and_response_outputs(self):
+        ref = load_reference("add_sub")
+        region = self.make(1024)
+        region.write(0, ref["inputs"]["INPUT0"])
+        grpc_register("r", region.key, 1024)
+        request = infer_request("add_sub", ref["inputs"], raw=True, outputs=["OUTPUT0", "OUTPUT1"])
+        request.raw_input_contents[0] = b""  # INPUT0 comes from the region
+        set_shm(request.inputs[0].parameters, "r", ref["inputs"]["INPUT0"].nbytes)
+        set_shm(request.outputs[1].parameters, "r", 128, offset=512)
+        response = server.stub.ModelInfer(request, timeout=RPC_TIMEOUT)
+        self.assertEqual(response.raw_output_contents[1], b"")
+        out0 = np.frombuffer(response.raw_output_contents[0], np.float32).reshape(2, 16)
+        np.testing.assert_allclose(out0, ref["outputs"]["OUTPUT0"], atol=TOLERANCE)
+        np.testing.assert_allclose(region.read(512, np.float32, (2, 16)), ref["outputs"]["OUTPUT1"], atol=TOLERANCE)
+
+    def test_sixteen_megabytes_through_shared_memory(self):
+        values = np.random.default_rng(3).standard_normal(4 << 20).astype(np.float32)
+        region = self.make(2 * values.nbytes)
+        region.write(0, values)
+        grpc_register("big", region.key, 2 * values.nbytes)
+        request = pb.ModelInferRequest(model_name="identity")
+        tensor = request.inputs.add(name="INPUT0", datatype="FP32", shape=[values.size])
+        set_shm(tensor.parameters, "big", values.nbytes)
+        set_shm(request.outputs.add(name="OUTPUT0").parameters, "big", values.nbytes, offset=values.nbytes)
+        response = server.stub.ModelInfer(request, timeout=RPC_TIMEOUT)
+        self.assertEqual(response.ByteSize() < 1024, True)  # no tensor bytes on the wire
+        np.testing.assert_array_equal(region.read(values.nbytes, np.float32, values.shape), values)
+
+    def test_out_of_bounds_references_are_rejected(self):
+        region = self.make(256)
+        cases = [
+            (dict(name="a", key=region.key, byte_size=257), grpc.StatusCode.INVALID_ARGUMENT),   # past the object
+            (dict(name="a", key=region.key, offset=200, byte_size=100), grpc.StatusCode.INVALID_ARGUMENT),
+            (dict(name="a", key=region.key, byte_size=0), grpc.StatusCode.INVALID_ARGUMENT),
+            (dict(name="a", key="/dev/shm/" + region.key.lstrip("/"), byte_size=16), grpc.StatusCode.INVALID_ARGUMENT),
+            (dict(name="a", key="../../etc/passwd", byte_size=16), grpc.StatusCode.INVALID_ARGUMENT),
+            (dict(name="a", key="/weft_no_such_object", byte_size=16), grpc.StatusCode.NOT_FOUND),
+        ]
+        for fields, code in cases:
+            with self.assertRaises(grpc.RpcError) as e:
+                server.stub.SystemSharedMemoryRegister(pb.SystemSharedMemoryRegisterRequest(**fields),
+                                                       timeout=RPC_TIMEOUT)
+            self.assertEqual(e.exception.code(), code, fields)
+        grpc_register("r", region.key, 128, offset=64)
+        with self.assertRaises(grpc.RpcError):
+            grpc_register("r", region.key, 16)  # the name is taken
+
+        def infer(offset, byte_size, region_name="r", count=4):
+            request = pb.ModelInferRequest(model_name="identity")
+            tensor = request.inputs.add(name="INPUT0", datatype="FP32", shape=[count])
+            set_shm(tensor.parameters, region_name, byte_size, offset=offset)
+            return server.stub.ModelInfer(request, timeout=RPC_TIMEOUT)
+
+        infer(112, 16)  # the last 16 bytes of the region: fine
+        for offset, byte_size, name, code in ((120, 16, "r", grpc.StatusCode.INVALID_ARGUMENT),
+                                              (2 ** 63 - 1, 16, "r", grpc.StatusCode.INVALID_ARGUMENT),
+                                              (0, 12, "r", grpc.StatusCode.INVALID_ARGUMENT),  # shape needs 16
+                                              (0, 16, "unknown", grpc.StatusCode.NOT_FOUND)):
+            with self.assertRaises(grpc.RpcError) as e:
+                infer(offset, byte_size, name)
+            self.assertEqual(e.exception.code(), code, (offset, byte_size, name))
+
+        output_too_small = infer_request("identity", {"INPUT0": np.ones(8, np.float32)}, outputs=["OUTPUT0"])
+        set_shm(output_too_small.outputs[0].parameters, "r", 16)
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.ModelInfer(output_too_small, timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("holds 16", e.exception.details())
+
+    def test_an_object_shrunk_after_registration_is_caught(self):
+        region = self.make(8192)
+        grpc_register("r", region.key, 8192)
+        region.truncate(1024)
+        request = pb.ModelInferRequest(model_name="identity")
+        set_shm(request.inputs.add(name="INPUT0", datatype="FP32", shape=[4]).parameters, "r", 16, offset=4096)
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.ModelInfer(request, timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("1024", e.exception.details())
+
+    def test_data_and_a_region_on_one_input_are_rejected(self):
+        region = self.make(256)
+        grpc_register("r", region.key, 256)
+        request = infer_request("identity", {"INPUT0": np.ones(4, np.float32)}, raw=False)
+        set_shm(request.inputs[0].parameters, "r", 16)
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.ModelInfer(request, timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_status_and_unregister(self):
+        region = self.make(256)
+        grpc_register("a", region.key, 64)
+        grpc_register("b", region.key, 64, offset=64)
+        one = server.stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest(name="b"), timeout=RPC_TIMEOUT)
+        self.assertEqual(list(one.regions), ["b"])
+        grpc_unregister("a")
+        grpc_unregister("a")  # idempotent
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest(name="a"), timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+        grpc_unregister()
+        every = server.stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest(), timeout=RPC_TIMEOUT)
+        self.assertEqual(len(every.regions), 0)
+
+
+class HttpSharedMemoryTest(unittest.TestCase):
+    def setUp(self):
+        self.region = Shm(4096)
+
+    def tearDown(self):
+        server.http("POST", "/v2/systemsharedmemory/unregister")
+        self.region.close()
+
+    def test_register_infer_status_unregister(self):
+        ref = load_reference("add_sub")
+        nbytes = ref["inputs"]["INPUT0"].nbytes
+        self.region.write(0, ref["inputs"]["INPUT0"])
+        self.region.write(nbytes, ref["inputs"]["INPUT1"])
+        status, body = server.http("POST", "/v2/systemsharedmemory/region/io/register",
+                                   {"key": self.region.key, "offset": 0, "byte_size": 4096})
+        self.assertEqual(status, 200, body)
+        status, body = server.http("GET", "/v2/systemsharedmemory/status")
+        self.assertEqual((status, body), (200, [{"name": "io", "key": self.region.key, "offset": 0,
+                                                 "byte_size": 4096}]))
+
+        def shm(offset, size):
+            return {"shared_memory_region": "io", "shared_memory_offset": offset, "shared_memory_byte_size": size}
+
+        request = {
+            "inputs": [{"name": n, "datatype": "FP32", "shape": [2, 16], "parameters": shm(i * nbytes, nbytes)}
+                       for i, n in enumerate(("INPUT0", "INPUT1"))],
+            "outputs": [{"name": "OUTPUT0", "parameters": shm(1024, nbytes)}, {"name": "OUTPUT1"}],
+        }
+        status, body = server.http("POST", "/v2/models/add_sub/infer", request)
+        self.assertEqual(status, 200, body)
+        out0, out1 = body["outputs"]
+        self.assertNotIn("data", out0)
+        self.assertEqual(out0["parameters"], {"shared_memory_region": "io", "shared_memory_byte_size": nbytes})
+        np.testing.assert_allclose(self.region.read(1024, np.float32, (2, 16)), ref["outputs"]["OUTPUT0"],
+                                   atol=TOLERANCE)
+        np.testing.assert_allclose(np.array(out1["data"], np.float32).reshape(2, 16), ref["outputs"]["OUTPUT1"],
+                                   atol=TOLERANCE)
+
+        # A region registered over HTTP serves gRPC requests too.
+        grpc_request = pb.ModelInferRequest(model_name="identity")
+        set_shm(grpc_request.inputs.add(name="INPUT0", datatype="FP32", shape=[16]).parameters, "io", 64)
+        response = server.stub.ModelInfer(grpc_request, timeout=RPC_TIMEOUT)
+        np.testing.assert_array_equal(response_outputs(response)["OUTPUT0"], ref["inputs"]["INPUT0"][0])
+
+        self.assertEqual(server.http("POST", "/v2/systemsharedmemory/region/io/unregister")[0], 200)
+        self.assertEqual(server.http("GET", "/v2/systemsharedmemory/region/io/status")[0], 404)
+
+    def test_bad_registrations_and_references(self):
+        register = "/v2/systemsharedmemory/region/x/register"
+        for body, code in (({"key": self.region.key, "byte_size": 8192}, 400),
+                           ({"key": "/dev/shm/passwd", "byte_size": 16}, 400),
+                           ({"key": "a/../b", "byte_size": 16}, 400),
+                           ({"key": self.region.key}, 400),
+                           ({"key": "/weft_no_such_object", "byte_size": 16}, 404)):
+            self.assertEqual(server.http("POST", register, body)[0], code, body)
+        self.assertEqual(server.http("POST", register, {"key": self.region.key, "byte_size": 64})[0], 200)
+        request = {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [16], "parameters": {
+            "shared_memory_region": "x", "shared_memory_offset": 16, "shared_memory_byte_size": 64}}]}
+        status, body = server.http("POST", "/v2/models/identity/infer", request)
+        self.assertEqual(status, 400, body)
+        self.assertIn("exceeds", body["error"])
+        request["inputs"][0]["parameters"]["shared_memory_region"] = "y"
+        self.assertEqual(server.http("POST", "/v2/models/identity/infer", request)[0], 404)
+        self.assertEqual(server.http("POST", "/v2/systemsharedmemory/register")[0], 404)  # no region: no route
+
+
+class BenchTest(unittest.TestCase):
+    """`weft bench` over each protocol, with and without shared memory, as a user runs it."""
+
+    def bench(self, *args):
+        result = subprocess.run([BINARY, "bench", "--model", "identity", "--shape", "INPUT0:1024", "--requests", "200",
+                                 "--concurrency", "4", "--json", "-q"] + list(args),
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return json.loads(result.stdout)
+
+    def test_every_protocol_and_shared_memory(self):
+        http = ["--protocol", "http", "--url", f"127.0.0.1:{server.http_port}"]
+        grpc_ = ["--protocol", "grpc", "--url", f"127.0.0.1:{server.grpc_port}"]
+        for args, protocol, tensors in ((http + ["--binary"], "http", "binary"), (grpc_, "grpc", "raw"),
+                                        (http + ["--shared-memory", "system"], "http", "system_shared_memory"),
+                                        (grpc_ + ["--shared-memory", "system"], "grpc", "system_shared_memory")):
+            with self.subTest(args=args):
+                report = self.bench(*args)
+                self.assertEqual((report["protocol"], report["tensor_format"]), (protocol, tensors))
+                self.assertEqual(report["successes"], 200, report["outcomes"])
+                self.assertTrue(report["consistent"])
+        # Every run unregistered its regions and unlinked its objects.
+        status = server.stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest(), timeout=RPC_TIMEOUT)
+        self.assertEqual(len(status.regions), 0)
+        self.assertEqual([n for n in os.listdir("/dev/shm") if n.startswith("weft_bench_")], [])
+
+
+class SharedMemoryOffTest(unittest.TestCase):
+    """Without --allow-shared-memory the extension is absent over both protocols."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.off = WeftServer().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.off.stop() == 0
+
+    def test_everything_shared_memory_is_unimplemented(self):
+        region = Shm(256)
+        try:
+            with self.assertRaises(grpc.RpcError) as e:
+                self.off.stub.SystemSharedMemoryRegister(
+                    pb.SystemSharedMemoryRegisterRequest(name="r", key=region.key, byte_size=64), timeout=RPC_TIMEOUT)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+            request = pb.ModelInferRequest(model_name="identity")
+            set_shm(request.inputs.add(name="INPUT0", datatype="FP32", shape=[4]).parameters, "r", 16)
+            with self.assertRaises(grpc.RpcError) as e:
+                self.off.stub.ModelInfer(request, timeout=RPC_TIMEOUT)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+            status, _ = self.off.http("POST", "/v2/systemsharedmemory/region/r/register",
+                                      {"key": region.key, "byte_size": 64})
+            self.assertEqual(status, 501)
+            metadata = self.off.stub.ServerMetadata(pb.ServerMetadataRequest(), timeout=RPC_TIMEOUT)
+            self.assertNotIn("system_shared_memory", metadata.extensions)
+        finally:
+            region.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
