@@ -108,11 +108,6 @@ Result<std::vector<Tensor>> PrepareInputs(const ModelConfig& config, const Infer
   return prepared;
 }
 
-int64_t BatchSizeOf(const ModelConfig& config, const std::vector<Tensor>& inputs) {
-  if (config.max_batch_size == 0 || inputs.empty() || inputs[0].shape().empty()) return 1;
-  return inputs[0].shape()[0];
-}
-
 Result<std::vector<Tensor>> FinishOutputs(const ModelConfig& config, const InferenceRequest& request,
                                           std::vector<Tensor> outputs, int64_t batch_size) {
   std::vector<std::string> wanted = request.requested_outputs;

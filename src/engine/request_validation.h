@@ -13,9 +13,6 @@ namespace weft {
 // Pure: no state, no clock.
 Result<std::vector<Tensor>> PrepareInputs(const ModelConfig& config, const InferenceRequest& request);
 
-// The batch size of validated inputs: the first dim when the model batches, else 1.
-int64_t BatchSizeOf(const ModelConfig& config, const std::vector<Tensor>& inputs);
-
 // Turns a backend's outputs (framework shapes) into the protocol's view: API shapes (the config's dims behind
 // the batch dim), only the requested outputs, in the order asked for (config order when none was asked for).
 // Internal if the backend broke its contract (a missing output, a wrong datatype or element count).

@@ -28,7 +28,7 @@ TEST(RequestValidationTest, OrdersAndReshapesInputs) {
   EXPECT_EQ((*prepared)[0].shape(), (Shape{3, 2, 2}));
   EXPECT_EQ((*prepared)[1].shape(), (Shape{3, 5}));
   EXPECT_EQ((*prepared)[0].data(), r.inputs[1].data());  // zero-copy
-  EXPECT_EQ(BatchSizeOf(TwoInputs(), *prepared), 3);
+  EXPECT_EQ(BatchSize(TwoInputs(), *prepared), 3);
 }
 
 TEST(RequestValidationTest, RejectsWhatDoesNotMatchTheConfig) {

@@ -90,6 +90,11 @@ Status ValidateModelConfig(const ModelConfig& config) {
   return Status::Ok();
 }
 
+int64_t BatchSize(const ModelConfig& config, std::span<const Tensor> inputs) {
+  if (config.max_batch_size <= 0 || inputs.empty() || inputs[0].shape().empty()) return 1;
+  return inputs[0].shape()[0];
+}
+
 Shape FullShape(const ModelConfig& config, const TensorConfig& tensor) {
   Shape s;
   if (config.max_batch_size > 0) s.push_back(-1);

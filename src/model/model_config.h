@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -86,5 +87,8 @@ Status ValidateModelConfig(const ModelConfig& config);
 
 // The shape a client sends for `tensor`, with -1 for the batch dimension when the model batches.
 Shape FullShape(const ModelConfig& config, const TensorConfig& tensor);
+
+// The batch size of a batch's inputs: the first dimension of the first input when the model batches, else 1.
+int64_t BatchSize(const ModelConfig& config, std::span<const Tensor> inputs);
 
 }  // namespace weft

@@ -70,9 +70,7 @@ void Scheduler::Submit(Work work) {
   entry->inputs = std::move(work.inputs);
   entry->on_done = std::move(work.on_done);
   entry->enqueued = now;
-  if (config_.max_batch_size > 0 && !entry->inputs.empty() && !entry->inputs[0].shape().empty()) {
-    entry->batch_size = entry->inputs[0].shape()[0];
-  }
+  entry->batch_size = BatchSize(config_, entry->inputs);
   if (batch_policy_.dynamic_batching) {
     // Inputs that cannot be joined get a key no other request has.
     std::optional<std::string> key = BatchKeyOf(entry->inputs);

@@ -64,11 +64,6 @@ Status CheckOutput(const ModelConfig& config, const TensorConfig& tensor, DataTy
   return Status::Ok();
 }
 
-int64_t BatchSize(const ModelConfig& config, std::span<const Tensor> inputs) {
-  if (config.max_batch_size <= 0 || inputs.empty() || inputs[0].shape().empty()) return 1;
-  return inputs[0].shape()[0];
-}
-
 Result<int64_t> NonNegativeIntParameter(const ModelConfig& config, const std::string& key, int64_t fallback) {
   auto it = config.parameters.find(key);
   if (it == config.parameters.end()) return fallback;

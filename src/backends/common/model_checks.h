@@ -26,9 +26,6 @@ Status CheckInputs(const ModelConfig& config, std::span<const Tensor> inputs);
 Status CheckOutput(const ModelConfig& config, const TensorConfig& tensor, DataType type, const Shape& shape,
                    int64_t batch_size);
 
-// The batch size of a batch: the first dimension of the first input when the model batches, else 1.
-int64_t BatchSize(const ModelConfig& config, std::span<const Tensor> inputs);
-
 // Parses a config parameter that must be a non-negative integer; `fallback` when absent.
 Result<int64_t> NonNegativeIntParameter(const ModelConfig& config, const std::string& key, int64_t fallback);
 
