@@ -2,8 +2,10 @@
 // 30 Hz), a segmentation-like model (normal priority, 2 cameras at 15 Hz) and a classification-like model (best
 // effort, saturating: closed loop), TorchScript files made by make_models.py. Builds without any network library
 // or protobuf (configs are built here), so it builds on a machine with only a compiler, CMake, CUDA and libtorch.
+// With --models stand-in the three models are gpu_spin kernels instead (for a build without libtorch): the
+// multiplexer's part of the story without the models'.
 //
-//   weft_gpu_bench --models DIR --arm A|B|C|D|E [--only det|seg|cls] [--duration 20] [--warmup 4]
+//   weft_gpu_bench --models DIR|stand-in --arm A|B|C|D|E [--only det|seg|cls] [--duration 20] [--warmup 4]
 //                  [--device auto|cuda|cpu] [--cls-clients 64] [--be-inflight 1] [--out FILE.json]
 //
 // Arms: A each model alone (--only); B one stream shared in FIFO order; C a stream per model; D C plus stream
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,7 +52,13 @@ struct ModelSpec {
   Shape input;         // without the batch dim; from models.txt
   Shape output;
   DataType type = DataType::kFp16;
+  // --models stand-in: a gpu_spin kernel of spin_us + item_spin_us per item on `blocks` blocks of 128 threads.
+  int spin_us = 0;
+  int item_spin_us = 0;
+  int blocks = 0;
 };
+
+constexpr char kStandIn[] = "stand-in";
 
 struct Flags {
   std::string models_dir;
@@ -92,11 +101,20 @@ Status ReadShapes(const std::string& dir, std::vector<ModelSpec>* specs) {
   return Status::Ok();
 }
 
-ModelConfig ConfigOf(const ModelSpec& spec) {
+ModelConfig ConfigOf(const ModelSpec& spec, bool stand_in) {
   ModelConfig c;
   c.name = spec.name;
-  c.platform = "pytorch_libtorch";
-  c.backend = "pytorch";
+  if (stand_in) {
+    c.backend = "weft_builtin";
+    c.parameters = {{"builtin", "gpu_spin"},
+                    {"spin_us", std::to_string(spec.spin_us)},
+                    {"item_spin_us", std::to_string(spec.item_spin_us)},
+                    {"blocks", std::to_string(spec.blocks)},
+                    {"threads_per_block", "128"}};
+  } else {
+    c.platform = "pytorch_libtorch";
+    c.backend = "pytorch";
+  }
   c.max_batch_size = spec.max_batch;
   c.inputs = {{"INPUT0", spec.type, spec.input, std::nullopt}};
   c.outputs = {{"OUTPUT0", spec.type, spec.output, std::nullopt}};
@@ -137,16 +155,43 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
 }
 
+// float -> IEEE half for inputs in [0.01, 1): normal halves, truncated mantissa.
+uint16_t HalfBits(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const int exponent = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
+  if (exponent <= 0) return static_cast<uint16_t>(sign);
+  if (exponent >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exponent) << 10) | ((bits & 0x7fffffu) >> 13));
+}
+
 class Load {
  public:
   Load(Engine* engine, std::vector<ModelSpec> specs, SteadyTime window_start, SteadyTime window_end)
       : engine_(engine), specs_(std::move(specs)), start_(window_start), end_(window_end) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> pixel(0.01f, 1.0f);
     for (const ModelSpec& s : specs_) {
-      std::byte* unused;
       Shape shape = s.input;
       shape.insert(shape.begin(), 1);
-      // One zero input per model, shared by every request (tensors are immutable views).
-      inputs_[s.name] = Tensor::Allocate("INPUT0", s.type, shape, &unused);
+      // A few random frames per model, taken in turn and shared by the requests (tensors are immutable views):
+      // never zeros, which can run faster than real data.
+      for (int i = 0; i < kFramesPerModel; ++i) {
+        std::byte* data;
+        Tensor frame = Tensor::Allocate("INPUT0", s.type, shape, &data);
+        const size_t n = frame.byte_size() / DataTypeSize(s.type);
+        for (size_t j = 0; j < n; ++j) {
+          const float v = pixel(rng);
+          if (s.type == DataType::kFp16) {
+            const uint16_t h = HalfBits(v);
+            std::memcpy(data + 2 * j, &h, 2);
+          } else {
+            std::memcpy(data + 4 * j, &v, 4);
+          }
+        }
+        inputs_[s.name].push_back(std::move(frame));
+      }
       records_[s.name] = std::make_unique<Record>();
     }
   }
@@ -168,7 +213,8 @@ class Load {
   void Submit(const ModelSpec* spec, SteadyTime arrival, bool resubmit) {
     auto request = std::make_unique<InferenceRequest>();
     request->model_name = spec->name;
-    request->inputs.push_back(inputs_[spec->name]);
+    const std::vector<Tensor>& frames = inputs_[spec->name];
+    request->inputs.push_back(frames[next_frame_.fetch_add(1) % frames.size()]);
     request->arrival = arrival;
     {
       std::lock_guard lock(mu_);
@@ -229,7 +275,9 @@ class Load {
   const std::vector<ModelSpec> specs_;
   const SteadyTime start_;
   const SteadyTime end_;
-  std::map<std::string, Tensor> inputs_;
+  static constexpr int kFramesPerModel = 8;
+  std::map<std::string, std::vector<Tensor>> inputs_;
+  std::atomic<uint64_t> next_frame_{0};
   std::map<std::string, std::unique_ptr<Record>> records_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
@@ -256,7 +304,19 @@ int Main(const Flags& flags) {
        .clients = flags.cls_clients,
        .deadline_ms = 200},
   };
-  if (Status s = ReadShapes(flags.models_dir, &specs); !s.ok()) {
+  const bool stand_in = flags.models_dir == kStandIn;
+  if (stand_in) {
+    // Roughly the shape of the real mix on a large GPU: det and seg a few ms per batch over half the SMs, cls short
+    // kernels over all of them.
+    const int sms = 132;
+    for (ModelSpec& s : specs) {
+      s.input = s.output = {4};
+      s.type = DataType::kFp32;
+      s.blocks = s.name == "cls" ? 2 * sms : sms / 2;
+      s.spin_us = s.name == "det" ? 1500 : s.name == "seg" ? 3000 : 500;
+      s.item_spin_us = s.name == "det" ? 400 : s.name == "seg" ? 1500 : 100;
+    }
+  } else if (Status s = ReadShapes(flags.models_dir, &specs); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.message().c_str());
     return 2;
   }
@@ -280,7 +340,7 @@ int Main(const Flags& flags) {
   RegisterAvailableBackends(&backends);
   std::vector<ModelEntry> entries;
   for (const ModelSpec& spec : specs) {
-    ModelConfig config = ConfigOf(spec);
+    ModelConfig config = ConfigOf(spec, stand_in);
     auto backend = backends.Find(config);
     if (!backend.ok()) {
       std::fprintf(stderr, "%s\n", backend.status().message().c_str());

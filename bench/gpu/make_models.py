@@ -4,7 +4,8 @@
 
 Writes OUT_DIR/{det,seg,cls}/1/model.pt and OUT_DIR/models.txt ("<name> <input dims> <output dims> <datatype>" per
 line, dims without the batch dimension, e.g. "det 3x384x640 85x12x20 FP16"), which weft_gpu_bench reads to build its
-configs. Without a GPU (a smoke test) the models are FP32 on the CPU.
+configs. Without a GPU (a smoke test) the models are FP32 on the CPU; SMALL=1 in the environment shrinks the inputs
+four times in each spatial dimension, for a dry run of bench/gpu/run.sh on a CPU.
   det  detection-like: a strided conv backbone to 1/32 and a 1x1 head of 85 channels (YOLO-style grid output)
   seg  segmentation-like: an encoder to 1/8, a decoder back to 1/4, 21 classes
   cls  classification-like: a ResNet-18-shaped network, 1000 classes
@@ -83,9 +84,13 @@ def main():
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.float16 if device.type == "cuda" else torch.float32
     lines = []
-    for name, model, shape in [("det", Det(), (3, 384, 640)), ("seg", Seg(), (3, 512, 512)), ("cls", Cls(), (3, 224, 224))]:
+    shapes = {"det": (3, 384, 640), "seg": (3, 512, 512), "cls": (3, 224, 224)}
+    if os.environ.get("SMALL") == "1":
+        shapes = {name: (c, h // 4, w // 4) for name, (c, h, w) in shapes.items()}
+    for name, model in [("det", Det()), ("seg", Seg()), ("cls", Cls())]:
+        shape = shapes[name]
         model = model.eval().to(device=device, dtype=dtype)
-        example = torch.zeros((1,) + shape, device=device, dtype=dtype)
+        example = torch.rand((1,) + shape, device=device, dtype=dtype)
         with torch.no_grad():
             traced = torch.jit.trace(model, example)
             result = traced(example)

@@ -197,6 +197,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
   serve_cmd
+      ->add_option("--poll-high-completions", serve.poll_high_completions,
+                   "CUDA: learn that high-priority (PRIORITY_MAX) work has ended from a thread polling its events "
+                   "instead of a host function; lower latency, one core spinning while that class has work")
+      ->capture_default_str();
+  serve_cmd
       ->add_option("--streams-per-class", serve.streams_per_class,
                    "Device streams per priority class (high, normal, best effort)")
       ->capture_default_str()

@@ -27,7 +27,7 @@ Result<std::unique_ptr<Device>> OpenServeDevice(const ServeOptions& options) {
   WEFT_ASSIGN_OR_RETURN(DeviceChoice choice, ParseDeviceChoice(options.device));
   int workers = options.cpu_workers;
   if (workers <= 0) workers = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
-  return OpenDevice({.choice = choice, .cpu_workers = workers});
+  return OpenDevice({.choice = choice, .cpu_workers = workers, .poll_high_completions = options.poll_high_completions});
 }
 
 MultiplexerOptions MultiplexerOptionsFor(const ServeOptions& options, const Device& device) {

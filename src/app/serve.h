@@ -22,7 +22,9 @@ struct ServeOptions {
   // Where batches run (docs/architecture.md, "Device layer"): "auto" (CUDA when a GPU is found, else the CPU
   // device, with a log line), "cpu" or "cuda".
   std::string device = "auto";
-  int cpu_workers = 0;            // threads of the CPU device; 0 = one per hardware thread (at least 2)
+  int cpu_workers = 0;  // threads of the CPU device; 0 = one per hardware thread (at least 2)
+  // CUDA: a thread polls the end events of the high class instead of host functions (CudaDeviceOptions).
+  bool poll_high_completions = false;
   int streams_per_class = 2;      // streams per priority class on the device
   bool stream_priorities = true;  // device stream priorities by class
   bool load_balance = true;       // move instances between streams of their class by measured load

@@ -133,7 +133,16 @@ class TorchScriptInstance : public ModelInstance {
       arguments.reserve(inputs.size());
       for (const Tensor& input : inputs) {
         torch::Tensor t = WrapInput(input);
-        if (device_.is_cuda()) t = t.to(device_, /*non_blocking=*/on_stream);
+        if (on_stream) {
+          // A copy from pageable memory first synchronizes the stream, so this thread would wait for the previous
+          // batch to finish on the GPU. From a pinned stage the copy is queued behind it instead; torch's pinned
+          // allocator holds the stage until the copy has run.
+          torch::Tensor stage = torch::empty(t.sizes(), t.options().pinned_memory(true));
+          stage.copy_(t);
+          t = stage.to(device_, /*non_blocking=*/true);
+        } else if (device_.is_cuda()) {
+          t = t.to(device_);
+        }
         arguments.emplace_back(std::move(t));
       }
       c10::IValue result;

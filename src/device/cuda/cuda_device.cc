@@ -8,6 +8,8 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <stop_token>
+#include <thread>
 #include <vector>
 
 #include "base/log.h"
@@ -52,6 +54,43 @@ Status RunSafely(const std::function<Status(const NativeStream&)>& run, const Na
 void CUDART_CB SignalCompletion(void* source) { static_cast<const CompletionLoop::Source*>(source)->Signal(); }
 
 class CudaDevice;
+class CudaStream;
+
+// The polling thread of CudaDeviceOptions::poll_high_completions: while any registered stream has work whose end it
+// has not seen, it queries the oldest such end event of each stream in turn, yielding between passes; with nothing
+// pending it sleeps until the next Enqueue wakes it, so an idle device burns no core.
+class EventPoller {
+ public:
+  explicit EventPoller(int device_id);
+  ~EventPoller() { thread_.request_stop(); }  // the jthread joins
+
+  void Add(CudaStream* stream) {
+    std::lock_guard lock(mu_);
+    streams_.push_back(stream);
+  }
+  // After the stream has drained: the poller never touches it again.
+  void Remove(CudaStream* stream) {
+    std::lock_guard lock(mu_);
+    std::erase(streams_, stream);
+  }
+  void Wake() {
+    {
+      std::lock_guard lock(mu_);
+      ++wakeups_;
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  void Run(std::stop_token stop);
+
+  const int device_id_;
+  std::mutex mu_;
+  std::condition_variable_any wake_;
+  std::vector<CudaStream*> streams_;  // guarded by mu_
+  uint64_t wakeups_ = 0;              // guarded by mu_
+  std::jthread thread_;               // last: starts after the rest is built
+};
 
 class CudaEvent final : public Event {
  public:
@@ -85,8 +124,9 @@ struct ClockAnchor {
 class CudaDevice final : public Device {
  public:
   CudaDevice(int id, std::string describe, int least, int greatest, std::unique_ptr<CompletionLoop> loop,
-             cudaStream_t service_stream, size_t max_cached_pinned)
-      : id_(id),
+             cudaStream_t service_stream, size_t max_cached_pinned, bool poll_high)
+      : poller_(poll_high ? std::make_unique<EventPoller>(id) : nullptr),
+        id_(id),
         name_("cuda:" + std::to_string(id)),
         describe_(std::move(describe)),
         least_(least),
@@ -155,6 +195,8 @@ class CudaDevice final : public Device {
   }
 
   std::atomic<int> live_streams_{0};
+  // Null unless CudaDeviceOptions::poll_high_completions; then the kHigh streams' end events are polled.
+  const std::unique_ptr<EventPoller> poller_;
 
  private:
   // Records a fresh anchor on the idle service stream and waits for it (microseconds).
@@ -186,9 +228,13 @@ class CudaDevice final : public Device {
 
 class CudaStream final : public Stream {
  public:
-  CudaStream(CudaDevice* device, StreamOptions options) : device_(device), options_(std::move(options)) {}
+  CudaStream(CudaDevice* device, StreamOptions options)
+      : device_(device),
+        options_(std::move(options)),
+        polled_(device->poller_ != nullptr && options_.priority == StreamPriority::kHigh) {}
   ~CudaStream() override {
     Synchronize();
+    if (polled_) device_->poller_->Remove(this);
     source_.reset();
     cudaSetDevice(device_->id());
     if (side_) cudaStreamDestroy(side_);
@@ -206,7 +252,27 @@ class CudaStream final : public Stream {
     WEFT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(&side_, cudaStreamNonBlocking, value),
                               "cudaStreamCreateWithPriority (completion side stream)");
     WEFT_ASSIGN_OR_RETURN(source_, device_->completion_loop().Register([this](uint64_t n) { Deliver(n); }));
+    if (polled_) device_->poller_->Add(this);
     return Status::Ok();
+  }
+
+  // On the poller's thread: signals the oldest piece of work whose end the poller has not seen, if it has ended.
+  // False when nothing of this stream is left to watch.
+  bool PollOnce() {
+    cudaEvent_t end;
+    {
+      std::lock_guard lock(fifo_mu_);
+      if (signalled_ >= pending_.size()) return false;
+      end = pending_[signalled_].end;  // a handle; reused only after its delivery, which waits for this signal
+    }
+    // Anything but "not ready" ends the wait: an error of the work surfaces in Deliver's own query.
+    if (end != nullptr && cudaEventQuery(end) == cudaErrorNotReady) return true;
+    {
+      std::lock_guard lock(fifo_mu_);
+      ++signalled_;
+    }
+    source_->Signal();
+    return true;
   }
 
   void Enqueue(Work work) override;
@@ -261,6 +327,7 @@ class CudaStream final : public Stream {
 
   CudaDevice* const device_;
   const StreamOptions options_;
+  const bool polled_;  // the device's poller watches the end events instead of a host function
   cudaStream_t stream_ = nullptr;
   cudaStream_t side_ = nullptr;  // waits on each piece's end event, then runs the host function
   std::unique_ptr<CompletionLoop::Source> source_;
@@ -271,6 +338,7 @@ class CudaStream final : public Stream {
   std::condition_variable drained_;
   std::deque<Pending> pending_;           // guarded by fifo_mu_; in launch order
   size_t delivering_ = 0;                 // guarded by fifo_mu_; off pending_, callbacks not yet returned
+  size_t signalled_ = 0;                  // guarded by fifo_mu_; polled_ only: the front of pending_ seen ended
   std::vector<cudaEvent_t> free_events_;  // guarded by fifo_mu_; timing events to reuse
 };
 
@@ -284,6 +352,20 @@ void CudaStream::Enqueue(Work work) {
   if (work.run) p.status = RunSafely(work.run, native());
   work.run = nullptr;
   cudaError_t error = p.end ? cudaEventRecord(p.end, stream_) : cudaErrorMemoryAllocation;
+  if (polled_) {
+    if (error != cudaSuccess) {
+      // The poller takes a piece whose end event is missing or was never recorded as ended, still in order.
+      WEFT_LOG(Error) << device_->name() << " stream '" << options_.name
+                      << "': cannot record the end event: " << cudaGetErrorString(error);
+      if (p.status.ok()) p.status = CudaError(error, "end event");
+    }
+    {
+      std::lock_guard fifo(fifo_mu_);
+      pending_.push_back(std::move(p));
+    }
+    device_->poller_->Wake();
+    return;
+  }
   if (error == cudaSuccess) error = cudaStreamWaitEvent(side_, p.end, 0);
   {
     std::lock_guard fifo(fifo_mu_);
@@ -328,6 +410,7 @@ void CudaStream::Deliver(uint64_t signals) {
     while (signals-- > 0 && !pending_.empty()) {
       done.push_back(std::move(pending_.front()));
       pending_.pop_front();
+      if (polled_) --signalled_;
     }
     delivering_ += done.size();
   }
@@ -356,6 +439,25 @@ void CudaStream::Deliver(uint64_t signals) {
     done.clear();  // under the lock: once Synchronize sees nothing left, nothing of this stream's work is alive
   }
   drained_.notify_all();
+}
+
+EventPoller::EventPoller(int device_id) : device_id_(device_id), thread_([this](std::stop_token stop) { Run(stop); }) {}
+
+void EventPoller::Run(std::stop_token stop) {
+  cudaSetDevice(device_id_);
+  while (!stop.stop_requested()) {
+    bool pending = false;
+    {
+      std::unique_lock lock(mu_);
+      const uint64_t seen = wakeups_;
+      for (CudaStream* stream : streams_) pending = stream->PollOnce() || pending;
+      if (!pending) {
+        wake_.wait(lock, stop, [&] { return wakeups_ != seen; });
+        continue;
+      }
+    }
+    std::this_thread::yield();
+  }
 }
 
 Result<std::unique_ptr<Stream>> CudaDevice::CreateStream(StreamOptions options) {
@@ -424,8 +526,9 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(CudaDeviceOptions options) {
     cudaStreamDestroy(service);
     return loop.status();
   }
+  if (options.poll_high_completions) describe += "; high-priority completions polled (cudaEventQuery)";
   auto device = std::make_unique<CudaDevice>(id, std::move(describe), least, greatest, std::move(loop).value(), service,
-                                             options.max_cached_pinned_bytes);
+                                             options.max_cached_pinned_bytes, options.poll_high_completions);
   WEFT_RETURN_IF_ERROR(device->Start());
   WEFT_LOG(Info) << device->Describe();
   return std::unique_ptr<Device>(std::move(device));

@@ -24,6 +24,12 @@ namespace weft {
 struct CudaDeviceOptions {
   int device_id = 0;
   size_t max_cached_pinned_bytes = size_t{1} << 30;
+  // How kHigh streams learn that work has ended. False: the host function on the side stream, like every other
+  // stream (no thread of ours). True: a thread of the device polls the end events with cudaEventQuery while a
+  // kHigh stream has work pending, and sleeps otherwise: less latency, at the price of a core spinning while the
+  // urgent class is busy. Either way the completion reaches the loop through the stream's eventfd.
+  // bench/gpu/completion_bench.cc measures the two.
+  bool poll_high_completions = false;
 };
 
 // Empty when CUDA is built in and a GPU is present; otherwise why not ("built without CUDA", "no CUDA driver: ...",
@@ -46,6 +52,7 @@ struct DeviceSelection {
   DeviceChoice choice = DeviceChoice::kAuto;
   int cpu_workers = 2;  // for the CPU device
   int cuda_device = 0;
+  bool poll_high_completions = false;  // CudaDeviceOptions::poll_high_completions
 };
 
 // kAuto: the CUDA device when a GPU is found, otherwise the CPU device, with a log line that says why. kCuda

@@ -14,19 +14,22 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using testing::DeviceConformanceTest;
 
-testing::DeviceUnderTest CudaUnderTest() {
+testing::DeviceUnderTest CudaUnderTest(bool poll_high) {
   return {
-      .name = "cuda",
-      .create = [] { return CreateCudaDevice({}); },
+      .name = poll_high ? "cuda_polled_high" : "cuda",
+      .create = [poll_high] { return CreateCudaDevice({.poll_high_completions = poll_high}); },
       .busy =
           [](microseconds d) {
             return [d](const NativeStream& stream) { return LaunchSpinKernel(stream, d, /*blocks=*/1); };
           },
       .unavailable = [] { return CudaUnavailableReason(); },
+      .stream_priority = poll_high ? StreamPriority::kHigh : StreamPriority::kNormal,
   };
 }
 
-INSTANTIATE_TEST_SUITE_P(Cuda, DeviceConformanceTest, ::testing::Values(CudaUnderTest()), testing::DeviceName);
+// The second instance watches kHigh streams with the polling thread instead of host functions.
+INSTANTIATE_TEST_SUITE_P(Cuda, DeviceConformanceTest, ::testing::Values(CudaUnderTest(false), CudaUnderTest(true)),
+                         testing::DeviceName);
 
 class CudaDeviceTest : public ::testing::Test {
  protected:

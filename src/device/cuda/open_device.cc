@@ -14,7 +14,10 @@ Result<DeviceChoice> ParseDeviceChoice(std::string_view text) {
 Result<std::unique_ptr<Device>> OpenDevice(const DeviceSelection& selection) {
   if (selection.choice != DeviceChoice::kCpu) {
     std::string why = CudaUnavailableReason();
-    if (why.empty()) return CreateCudaDevice({.device_id = selection.cuda_device});
+    if (why.empty()) {
+      return CreateCudaDevice(
+          {.device_id = selection.cuda_device, .poll_high_completions = selection.poll_high_completions});
+    }
     if (selection.choice == DeviceChoice::kCuda) return Unavailable("--device cuda: " + why);
     WEFT_LOG(Info) << "no GPU (" << why << "); using the CPU device with " << selection.cpu_workers << " workers";
   }
