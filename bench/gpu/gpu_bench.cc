@@ -5,11 +5,13 @@
 // With --models stand-in the three models are gpu_spin kernels instead (for a build without libtorch): the
 // multiplexer's part of the story without the models'.
 //
-//   weft_gpu_bench --models DIR|stand-in --arm A|B|C|D|E [--only det|seg|cls] [--duration 20] [--warmup 4]
+//   weft_gpu_bench --models DIR|stand-in --arm A|B|C|D|E|F|G [--only det|seg|cls] [--duration 20] [--warmup 4]
 //                  [--device auto|cuda|cpu] [--cls-clients 64] [--be-inflight 1] [--out FILE.json]
 //
 // Arms: A each model alone (--only); B one stream shared in FIFO order; C a stream per model; D C plus stream
-// priorities; E D plus the bound on best-effort batches in flight. Writes one JSON object (see bench/gpu/run.sh).
+// priorities; E D plus the bound on best-effort batches in flight. F and G: E with three instances of each model on
+// two streams per class, assigned by measured load (F) or fixed where they start (G), the best-effort bound held
+// device-wide. Writes one JSON object (see bench/gpu/run.sh).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -101,7 +103,9 @@ Status ReadShapes(const std::string& dir, std::vector<ModelSpec>* specs) {
   return Status::Ok();
 }
 
-ModelConfig ConfigOf(const ModelSpec& spec, bool stand_in) {
+int InstancesOf(const std::string& arm) { return arm == "F" || arm == "G" ? 3 : 1; }
+
+ModelConfig ConfigOf(const ModelSpec& spec, bool stand_in, int instances) {
   ModelConfig c;
   c.name = spec.name;
   if (stand_in) {
@@ -118,7 +122,7 @@ ModelConfig ConfigOf(const ModelSpec& spec, bool stand_in) {
   c.max_batch_size = spec.max_batch;
   c.inputs = {{"INPUT0", spec.type, spec.input, std::nullopt}};
   c.outputs = {{"OUTPUT0", spec.type, spec.output, std::nullopt}};
-  c.instance_groups = {{.name = spec.name, .count = 1, .kind = InstanceKind::kGpu, .gpus = {0}}};
+  c.instance_groups = {{.name = spec.name, .count = instances, .kind = InstanceKind::kGpu, .gpus = {0}}};
   c.dynamic_batching = DynamicBatchingConfig{.max_queue_delay_us = 0};
   c.priority = spec.priority;
   return c;
@@ -133,8 +137,13 @@ MultiplexerOptions ArmOptions(const std::string& arm, int be_inflight, double ho
   m.best_effort_budget = 0;
   m.stream_priorities = false;
   if (arm == "B") m.single_stream = true;
-  if (arm == "A" || arm == "D" || arm == "E") m.stream_priorities = true;
-  if (arm == "E") m.best_effort_max_inflight = be_inflight;
+  if (arm != "B" && arm != "C") m.stream_priorities = true;
+  if (arm == "E" || arm == "F" || arm == "G") m.best_effort_max_inflight = be_inflight;
+  if (arm == "F" || arm == "G") {
+    m.streams_per_class = 2;
+    m.best_effort_budget = be_inflight;
+    m.load_balance = arm == "F";
+  }
   return m;
 }
 
@@ -340,7 +349,8 @@ int Main(const Flags& flags) {
   RegisterAvailableBackends(&backends);
   std::vector<ModelEntry> entries;
   for (const ModelSpec& spec : specs) {
-    ModelConfig config = ConfigOf(spec, stand_in);
+    const int instances = InstancesOf(flags.arm);
+    ModelConfig config = ConfigOf(spec, stand_in, instances);
     auto backend = backends.Find(config);
     if (!backend.ok()) {
       std::fprintf(stderr, "%s\n", backend.status().message().c_str());
@@ -350,12 +360,14 @@ int Main(const Flags& flags) {
     version->version = 1;
     version->config = config;
     version->dir = flags.models_dir + "/" + spec.name + "/1";
-    auto instance = (*backend)->CreateInstance(config, version->dir, 0);
-    if (!instance.ok()) {
-      std::fprintf(stderr, "model %s: %s\n", spec.name.c_str(), instance.status().message().c_str());
-      return 1;
+    for (int index = 0; index < instances; ++index) {
+      auto instance = (*backend)->CreateInstance(config, version->dir, index);
+      if (!instance.ok()) {
+        std::fprintf(stderr, "model %s: %s\n", spec.name.c_str(), instance.status().message().c_str());
+        return 1;
+      }
+      version->instances.push_back(std::move(instance).value());
     }
-    version->instances.push_back(std::move(instance).value());
     ModelEntry entry;
     entry.name = spec.name;
     entry.config = config;
@@ -462,8 +474,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (flags.models_dir.empty() || std::string("ABCDE").find(flags.arm) == std::string::npos || flags.arm.size() != 1) {
-    std::fprintf(stderr, "usage: weft_gpu_bench --models DIR --arm A|B|C|D|E [--only det|seg|cls] ...\n");
+  if (flags.models_dir.empty() || std::string("ABCDEFG").find(flags.arm) == std::string::npos ||
+      flags.arm.size() != 1) {
+    std::fprintf(stderr, "usage: weft_gpu_bench --models DIR --arm A|B|C|D|E|F|G [--only det|seg|cls] ...\n");
     return 2;
   }
   weft::SetLogLevel(weft::LogLevel::kWarning);

@@ -19,7 +19,8 @@
 # 3. runs the perception mix: det PRIORITY_MAX, 4 cameras at 30 Hz; seg PRIORITY_DEFAULT, 2 cameras at 15 Hz;
 #    cls PRIORITY_MIN, saturating (CLS_CLIENTS outstanding requests), in arms
 #      A each model alone, B one stream shared in FIFO order, C a stream per model, D C + stream priorities,
-#      E D + at most BE_INFLIGHT best-effort batches in flight;
+#      E D + at most BE_INFLIGHT best-effort batches in flight,
+#      F and G E with three instances per model on two streams per class, assigned by load (F) or fixed (G);
 #    with nvidia-smi's utilization sampled every 200 ms alongside;
 # 4. writes bench/results/gpu_<UTC stamp>.json (every arm's output plus the nvidia-smi means) and prints a table:
 #    busy fraction (union of busy intervals, from CUDA events), nvidia-smi utilization, goodput (results within
@@ -127,7 +128,7 @@ run_arm() {  # label arm [--only model]
 run_arm A_det A --only det
 run_arm A_seg A --only seg
 run_arm A_cls A --only cls
-for arm in B C D E; do run_arm "$arm" "$arm"; done
+for arm in B C D E F G; do run_arm "$arm" "$arm"; done
 
 say "completion paths"
 rm -f "$WORK/completion.json" "$WORK/completion.md"
@@ -142,7 +143,7 @@ say "report"
 $PY - "$WORK" "$OUT/gpu_$STAMP.json" "$TORCH_VERSION" "$MODELS" <<'PY'
 import csv, datetime, json, sys
 work, out, torch_version, models = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-labels = ["A_det", "A_seg", "A_cls", "B", "C", "D", "E"]
+labels = ["A_det", "A_seg", "A_cls", "B", "C", "D", "E", "F", "G"]
 arms = {}
 for label in labels:
     arm = json.load(open(f"{work}/arm_{label}.json"))
