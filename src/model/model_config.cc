@@ -7,7 +7,7 @@ namespace weft {
 int ModelConfig::InstanceCount() const {
   if (instance_groups.empty()) return 1;
   int total = 0;
-  for (const auto& g : instance_groups) total += g.count;
+  for (const auto& g : instance_groups) total += g.Instances();
   return total;
 }
 
@@ -71,6 +71,12 @@ Status ValidateModelConfig(const ModelConfig& config) {
   WEFT_RETURN_IF_ERROR(ValidateTensors(config.outputs, "output"));
   for (const auto& g : config.instance_groups) {
     if (g.count < 1) return InvalidArgument("instance_group: count must be at least 1");
+    if (g.kind == InstanceKind::kCpu && !g.gpus.empty()) {
+      return InvalidArgument("instance_group: a KIND_CPU group must not list gpus");
+    }
+    for (int gpu : g.gpus) {
+      if (gpu < 0) return InvalidArgument("instance_group: gpus must not be negative, got " + std::to_string(gpu));
+    }
   }
   if (config.version_policy.kind == VersionPolicyConfig::Kind::kLatest && config.version_policy.num_versions < 1) {
     return InvalidArgument("version_policy.latest.num_versions: must be at least 1");

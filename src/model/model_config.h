@@ -26,9 +26,15 @@ enum class InstanceKind { kAuto, kGpu, kCpu, kModel };
 
 struct InstanceGroupConfig {
   std::string name;
-  int count = 1;
+  int count = 1;  // per listed GPU when `gpus` is not empty (Triton's rule)
   InstanceKind kind = InstanceKind::kAuto;
   std::vector<int> gpus;
+
+  // The instances this group makes: count, times the number of listed GPUs.
+  int Instances() const { return gpus.empty() ? count : count * static_cast<int>(gpus.size()); }
+  // The GPU of the group's `index`-th instance (0 <= index < Instances()): `count` on each listed GPU in turn; -1
+  // when the group lists none.
+  int GpuOf(int index) const { return gpus.empty() ? -1 : gpus[static_cast<size_t>(index / count) % gpus.size()]; }
 };
 
 struct VersionPolicyConfig {

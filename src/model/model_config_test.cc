@@ -48,6 +48,29 @@ class NullBackend : public Backend {
   std::string DefaultModelFilename() const override { return ""; }
 };
 
+// Triton's rule: a group's count is per listed GPU, and the instances go `count` to each GPU in the listed order.
+TEST(ModelConfigTest, InstanceGroupCountIsPerListedGpu) {
+  auto c = Mlp();
+  EXPECT_EQ(c.InstanceCount(), 1);
+  c.instance_groups = {{.name = "gpus", .count = 2, .kind = InstanceKind::kGpu, .gpus = {3, 1}},
+                       {.name = "cpu", .count = 3, .kind = InstanceKind::kCpu, .gpus = {}}};
+  EXPECT_TRUE(ValidateModelConfig(c).ok());
+  EXPECT_EQ(c.instance_groups[0].Instances(), 4);
+  EXPECT_EQ(c.InstanceCount(), 7);
+  std::vector<int> placed;
+  for (int i = 0; i < c.instance_groups[0].Instances(); ++i) placed.push_back(c.instance_groups[0].GpuOf(i));
+  EXPECT_EQ(placed, (std::vector<int>{3, 3, 1, 1}));
+  EXPECT_EQ(c.instance_groups[1].GpuOf(0), -1);
+}
+
+TEST(ModelConfigTest, RejectsGpusOnCpuGroupsAndNegativeGpus) {
+  auto c = Mlp();
+  c.instance_groups = {{.name = "cpu", .count = 1, .kind = InstanceKind::kCpu, .gpus = {0}}};
+  EXPECT_NE(ValidateModelConfig(c).message().find("KIND_CPU"), std::string::npos);
+  c.instance_groups = {{.name = "gpu", .count = 1, .kind = InstanceKind::kGpu, .gpus = {-1}}};
+  EXPECT_NE(ValidateModelConfig(c).message().find("negative"), std::string::npos);
+}
+
 TEST(BackendRegistryTest, ResolvesPlatformAndBackend) {
   BackendRegistry registry;
   auto backend = std::make_shared<NullBackend>();

@@ -219,12 +219,12 @@ torch::Device DeviceFor(const ModelConfig& config, int index) {
   int gpu = 0;
   int seen = 0;
   for (const InstanceGroupConfig& group : config.instance_groups) {
-    if (index < seen + group.count) {
+    if (index < seen + group.Instances()) {
       kind = group.kind;
-      if (!group.gpus.empty()) gpu = group.gpus[(index - seen) % group.gpus.size()];
+      if (!group.gpus.empty()) gpu = group.GpuOf(index - seen);
       break;
     }
-    seen += group.count;
+    seen += group.Instances();
   }
   if (kind != InstanceKind::kGpu && kind != InstanceKind::kAuto) return torch::Device(torch::kCPU);
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(gpu));

@@ -130,7 +130,7 @@ TEST(ConfigPbtxtTest, ParsesEveryFieldOfATritonConfig) {
   EXPECT_EQ(c.instance_groups[0].kind, InstanceKind::kGpu);
   EXPECT_EQ(c.instance_groups[0].gpus, (std::vector<int>{0, 1}));
   EXPECT_EQ(c.instance_groups[1].kind, InstanceKind::kCpu);
-  EXPECT_EQ(c.InstanceCount(), 3);
+  EXPECT_EQ(c.InstanceCount(), 5);  // count per listed GPU: 2 x 2, and 1 on the CPU
 
   EXPECT_EQ(c.default_model_filename, "weights.pt");
   EXPECT_EQ(c.parameters,
