@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "backends/backends.h"
+#include "base/json_string.h"
 #include "base/log.h"
 #include "device/cuda/cuda_device.h"
 #include "engine/engine.h"
@@ -294,15 +295,6 @@ class Load {
   int64_t outstanding_ = 0;  // guarded by mu_
 };
 
-std::string Json(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += (c == '\n' ? ' ' : c);
-  }
-  return out + "\"";
-}
-
 int Main(const Flags& flags) {
   std::vector<ModelSpec> specs = {
       {.name = "det", .priority = ModelPriority::kMax, .max_batch = 4, .cameras = 4, .hz = 30, .deadline_ms = 33.3},
@@ -398,8 +390,8 @@ int Main(const Flags& flags) {
   std::ostringstream out;
   out.setf(std::ios::fixed);
   out.precision(4);
-  out << "{\"arm\": " << Json(flags.arm) << ", \"only\": " << Json(flags.only)
-      << ", \"device\": " << Json((*device)->Describe()) << ", \"duration_s\": " << flags.duration_s
+  out << "{\"arm\": " << JsonString(flags.arm) << ", \"only\": " << JsonString(flags.only)
+      << ", \"device\": " << JsonString((*device)->Describe()) << ", \"duration_s\": " << flags.duration_s
       << ", \"warmup_s\": " << flags.warmup_s << ", \"cls_clients\": " << flags.cls_clients
       << ", \"be_inflight\": " << flags.be_inflight << ", \"window_unix_s\": ["
       << std::chrono::duration<double>(unix_start.time_since_epoch()).count() << ", "
@@ -412,8 +404,8 @@ int Main(const Flags& flags) {
     std::lock_guard lock(r.mu);
     const double model_busy = engine->multiplexer()->ModelBusyFraction(s.name, 1, window_start, window_end);
     goodput += r.within_deadline / flags.duration_s;
-    out << (i ? ", " : "") << Json(s.name) << ": {\"sent\": " << r.sent << ", \"ok\": " << r.latency_ms.size()
-        << ", \"errors\": " << r.errors << ", \"first_error\": " << Json(r.first_error)
+    out << (i ? ", " : "") << JsonString(s.name) << ": {\"sent\": " << r.sent << ", \"ok\": " << r.latency_ms.size()
+        << ", \"errors\": " << r.errors << ", \"first_error\": " << JsonString(r.first_error)
         << ", \"throughput_per_s\": " << r.latency_ms.size() / flags.duration_s
         << ", \"goodput_per_s\": " << r.within_deadline / flags.duration_s << ", \"deadline_ms\": " << s.deadline_ms
         << ", \"p50_ms\": " << Percentile(r.latency_ms, 50) << ", \"p99_ms\": " << Percentile(r.latency_ms, 99)
@@ -422,7 +414,8 @@ int Main(const Flags& flags) {
   out << "}, \"goodput_per_s\": " << goodput << ", \"streams\": [";
   auto stats = engine->multiplexer()->Stats();
   for (size_t i = 0; i < stats.size(); ++i) {
-    out << (i ? ", " : "") << "{\"name\": " << Json(stats[i].name) << ", \"instances\": " << stats[i].instances << "}";
+    out << (i ? ", " : "") << "{\"name\": " << JsonString(stats[i].name) << ", \"instances\": " << stats[i].instances
+        << "}";
   }
   out << "]}\n";
   if (flags.out.empty()) {

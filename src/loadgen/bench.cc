@@ -132,7 +132,7 @@ Result<PreparedRun> PrepareRequest(const BenchOptions& options, const HttpUrl& u
       registration.target = shm_path + "/region/" + name + "/register";
       registration.headers.emplace_back("Content-Type", "application/json");
       registration.body = "{\"key\":";
-      JsonQuote(region->key(), &registration.body);
+      AppendJsonString(&registration.body, region->key());
       registration.body += ",\"offset\":0,\"byte_size\":" + std::to_string(region->byte_size()) + "}";
       TransportReply reply = ExchangeOnce(transport, registration, timeout);
       if (reply.failure == TransportReply::Failure::kNone && reply.status == 200) continue;

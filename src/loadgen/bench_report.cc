@@ -40,7 +40,7 @@ std::string LatencyColumns(const LatencySummary& l) {
 
 void JsonKey(std::string_view key, std::string* out) {
   if (out->back() != '{') out->push_back(',');
-  JsonQuote(key, out);
+  AppendJsonString(out, key);
   out->push_back(':');
 }
 
@@ -154,15 +154,15 @@ std::string RenderJson(const BenchReport& r) {
   const BenchOptions& o = r.options;
   std::string out = "{";
   JsonKey("model", &out);
-  JsonQuote(o.model, &out);
+  AppendJsonString(&out, o.model);
   JsonKey("model_version", &out);
-  JsonQuote(o.model_version, &out);
+  AppendJsonString(&out, o.model_version);
   JsonKey("url", &out);
-  JsonQuote(o.url, &out);
+  AppendJsonString(&out, o.url);
   JsonKey("protocol", &out);
-  JsonQuote(ProtocolName(o), &out);
+  AppendJsonString(&out, ProtocolName(o));
   JsonKey("tensor_format", &out);
-  JsonQuote(TensorFormat(o), &out);
+  AppendJsonString(&out, TensorFormat(o));
   JsonKey("batch_size", &out);
   JsonNumber(o.batch_size, &out);
 
@@ -170,15 +170,15 @@ std::string RenderJson(const BenchReport& r) {
   out.push_back('{');
   JsonKey("mode", &out);
   if (o.mode == LoadMode::kClosedLoop) {
-    JsonQuote("closed_loop", &out);
+    AppendJsonString(&out, "closed_loop");
     JsonKey("concurrency", &out);
     JsonNumber(o.concurrency, &out);
   } else {
-    JsonQuote("open_loop", &out);
+    AppendJsonString(&out, "open_loop");
     JsonKey("request_rate", &out);
     JsonNumber(o.request_rate, &out);
     JsonKey("arrivals", &out);
-    JsonQuote(o.arrivals == Arrivals::kPoisson ? "poisson" : "constant", &out);
+    AppendJsonString(&out, o.arrivals == Arrivals::kPoisson ? "poisson" : "constant");
     JsonKey("max_connections", &out);
     JsonNumber(o.max_connections, &out);
   }
@@ -223,7 +223,7 @@ std::string RenderJson(const BenchReport& r) {
     }
     if (!s.first_error.empty()) {
       JsonKey("first_error", &out);
-      JsonQuote(s.first_error, &out);
+      AppendJsonString(&out, s.first_error);
     }
     out.push_back('}');
   }

@@ -25,7 +25,7 @@ void AppendParameters(const InferRequestOptions& options, std::string* out) {
   auto key = [&](std::string_view name) {
     if (!first) out->push_back(',');
     first = false;
-    JsonQuote(name, out);
+    AppendJsonString(out, name);
     out->push_back(':');
   };
   if (options.binary) {
@@ -45,7 +45,7 @@ void AppendParameters(const InferRequestOptions& options, std::string* out) {
     if (const int64_t* number = std::get_if<int64_t>(&value)) {
       JsonNumber(*number, out);
     } else {
-      JsonQuote(std::get<std::string>(value), out);
+      AppendJsonString(out, std::get<std::string>(value));
     }
   }
   out->push_back('}');
@@ -53,7 +53,7 @@ void AppendParameters(const InferRequestOptions& options, std::string* out) {
 
 void AppendPlacement(const SharedMemoryPlacement& p, std::string* out) {
   out->append(",\"parameters\":{\"shared_memory_region\":");
-  JsonQuote(p.region, out);
+  AppendJsonString(out, p.region);
   out->append(",\"shared_memory_offset\":");
   JsonNumber(p.offset, out);
   out->append(",\"shared_memory_byte_size\":");
@@ -94,7 +94,7 @@ void AppendJsonTensorData(const GeneratedInput& input, std::string* out) {
       case DataType::kFp64: JsonNumber(std::bit_cast<double>(ReadLittleEndian(p, 8)), out); break;
       case DataType::kBytes: {
         size = 4 + ReadLittleEndian(p, 4);
-        JsonQuote(std::string_view(p + 4, size - 4), out);
+        AppendJsonString(out, std::string_view(p + 4, size - 4));
         break;
       }
       case DataType::kInvalid: return;
@@ -114,14 +114,14 @@ PreparedRequest BuildInferRequest(std::string_view model_path, const std::vector
     const GeneratedInput& input = inputs[i];
     if (i) body.push_back(',');
     body.append("{\"name\":");
-    JsonQuote(input.name, &body);
+    AppendJsonString(&body, input.name);
     body.append(",\"shape\":[");
     for (size_t d = 0; d < input.shape.size(); ++d) {
       if (d) body.push_back(',');
       JsonNumber(input.shape[d], &body);
     }
     body.append("],\"datatype\":");
-    JsonQuote(DataTypeName(input.datatype), &body);
+    AppendJsonString(&body, DataTypeName(input.datatype));
     if (auto shm = options.shared_memory_inputs.find(input.name); shm != options.shared_memory_inputs.end()) {
       AppendPlacement(shm->second, &body);
       body.push_back('}');
@@ -143,7 +143,7 @@ PreparedRequest BuildInferRequest(std::string_view model_path, const std::vector
       if (!first) body.push_back(',');
       first = false;
       body.append("{\"name\":");
-      JsonQuote(name, &body);
+      AppendJsonString(&body, name);
       AppendPlacement(placement, &body);
       body.push_back('}');
     }

@@ -6,32 +6,12 @@
 #include <string_view>
 #include <system_error>
 
+#include "base/json_string.h"
+
 namespace weft {
 
-// The few JSON writers the load generator needs. The server's JsonWriter lives in the frontend, which a client
-// must not link. The caller keeps the text well formed.
-
-// Appends `value` quoted, escaping quotes, backslashes and control characters; other bytes pass through.
-inline void JsonQuote(std::string_view value, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char c : value) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(c);
-    } else if (c == '\n') {
-      out->append("\\n");
-    } else if (u < 0x20) {
-      out->append("\\u00");
-      out->push_back(kHex[u >> 4]);
-      out->push_back(kHex[u & 0xf]);
-    } else {
-      out->push_back(c);
-    }
-  }
-  out->push_back('"');
-}
+// The number half of the load generator's hand-written JSON; strings go through base/json_string.h. The server's
+// JsonWriter lives in the frontend, which a client must not link.
 
 // Appends a number in its shortest form that reads back to the same value.
 template <typename Number>

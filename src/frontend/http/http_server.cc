@@ -23,6 +23,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/json_string.h"
 #include "base/log.h"
 
 namespace weft {
@@ -102,14 +103,9 @@ bool IsDisconnect(const error_code& ec) {
 HttpResponse PlainError(unsigned status, std::string_view message) {
   HttpResponse r;
   r.status = status;
-  r.body = "{\"error\":\"";
-  for (char c : message) {
-    // Only our own messages come here; escape what JSON requires.
-    if (c == '"' || c == '\\') r.body += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    r.body += c;
-  }
-  r.body += "\"}";
+  r.body = "{\"error\":";
+  AppendJsonString(&r.body, message);
+  r.body += "}";
   r.close = true;
   return r;
 }

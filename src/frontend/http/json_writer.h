@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/json_string.h"
+
 namespace weft {
 
 // Appends JSON text to a string, numbers through std::to_chars (floats in their shortest round-trip form).
@@ -48,9 +50,5 @@ class JsonWriter {
   std::string* out_;
   bool need_comma_ = false;
 };
-
-// Appends `value` as a quoted JSON string, escaping quotes, backslashes and control characters. Bytes >= 0x80
-// pass through: the caller makes sure the text is UTF-8.
-void AppendJsonString(std::string* out, std::string_view value);
 
 }  // namespace weft

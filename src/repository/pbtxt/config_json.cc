@@ -10,34 +10,14 @@
 #include <string_view>
 #include <vector>
 
+#include "base/json_string.h"
+
 namespace weft::pbtxt_internal {
 namespace {
 
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
-
-void AppendString(std::string_view s, std::string* out) {
-  out->push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-          out->append(buf);
-        } else {
-          out->push_back(c);  // proto3 strings are UTF-8, which JSON carries as is
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 template <typename T>
 void AppendNumber(T value, std::string* out) {
@@ -77,12 +57,12 @@ void AppendValue(const Message& message, const FieldDescriptor* field, int index
       std::string scratch;
       const std::string& s = rep ? r->GetRepeatedStringReference(message, field, index, &scratch)
                                  : r->GetStringReference(message, field, &scratch);
-      return AppendString(s, out);
+      return AppendJsonString(out, s);
     }
     case FieldDescriptor::CPPTYPE_ENUM: {
       int number = rep ? r->GetRepeatedEnumValue(message, field, index) : r->GetEnumValue(message, field);
       const auto* value = field->enum_type()->FindValueByNumber(number);
-      if (value != nullptr) return AppendString(value->name(), out);
+      if (value != nullptr) return AppendJsonString(out, value->name());
       return AppendNumber(number, out);  // an open enum may hold a number without a name
     }
     case FieldDescriptor::CPPTYPE_MESSAGE:
@@ -131,7 +111,7 @@ void AppendMap(const Message& message, const FieldDescriptor* field, std::string
   out->push_back('{');
   for (size_t i = 0; i < entries.size(); ++i) {
     if (i > 0) out->push_back(',');
-    AppendString(entries[i].key, out);
+    AppendJsonString(out, entries[i].key);
     out->push_back(':');
     AppendValue(*entries[i].entry, value_field, -1, out);
   }
@@ -149,7 +129,7 @@ void AppendMessage(const Message& message, std::string* out) {
     if (!field->is_repeated() && (field->has_presence() && !r->HasField(message, field))) continue;
     if (!first) out->push_back(',');
     first = false;
-    AppendString(field->name(), out);
+    AppendJsonString(out, field->name());
     out->push_back(':');
     if (field->is_map()) {
       AppendMap(message, field, out);
