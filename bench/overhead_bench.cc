@@ -1,7 +1,10 @@
 // Server overhead: the HTTP round trip minus the in-process Engine::Submit latency for the same model and input,
 // measured in one run with the two interleaved so that both see the same machine.
 //
-//   weft_overhead_bench [--repository examples/models] [--requests 2000]
+//   weft_overhead_bench [--repository examples/models] [--requests 2000] [--device cpu|none] [--cpu-workers N]
+//
+// --device cpu (the default, as `weft serve --device auto` without a GPU) runs batches on the CPU device through
+// the multiplexer; --device none runs them on the scheduler's instance threads, the engine without a device.
 //
 // Prints one row per case (mlp over JSON, detector over the binary extension): p50/p99 of Submit, p50/p99 of
 // the HTTP round trip over a keep-alive connection, and the p50 difference.
@@ -13,9 +16,11 @@
 #include <future>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/backends.h"
+#include "device/cpu/cpu_device.h"
 #include "engine/engine.h"
 #include "frontend/http/http_server.h"
 #include "frontend/http/inference_service.h"
@@ -85,9 +90,13 @@ double MicrosSince(std::chrono::steady_clock::time_point start) {
 int Main(int argc, char** argv) {
   std::filesystem::path repository = "examples/models";
   int requests = 2000;
+  std::string device_name = "cpu";
+  int workers = 0;  // as weft serve: one per hardware thread, at least 2
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--repository")) repository = argv[i + 1];
     if (!std::strcmp(argv[i], "--requests")) requests = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--device")) device_name = argv[i + 1];
+    if (!std::strcmp(argv[i], "--cpu-workers")) workers = std::atoi(argv[i + 1]);
   }
   std::filesystem::path reference = repository.parent_path() / "reference";
 
@@ -101,7 +110,24 @@ int Main(int argc, char** argv) {
     return 1;
   }
   MetricsRegistry metrics;
-  Engine engine(std::move(models).value(), {}, &metrics);
+  // Declared before the engine, which must be destroyed first.
+  std::unique_ptr<Device> device;
+  Engine::Options options;
+  if (device_name == "cpu") {
+    if (workers <= 0) workers = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+    auto cpu = CreateCpuDevice({.workers = workers});
+    if (!cpu.ok()) {
+      std::fprintf(stderr, "%s\n", cpu.status().ToString().c_str());
+      return 1;
+    }
+    device = std::move(cpu).value();
+    options.device = device.get();
+    options.multiplexer.best_effort_budget = std::max(1, workers - 1);  // weft serve's default on the CPU device
+  } else if (device_name != "none") {
+    std::fprintf(stderr, "--device: expected cpu or none, got '%s'\n", device_name.c_str());
+    return 1;
+  }
+  Engine engine(std::move(models).value(), options, &metrics);
   InferenceService service(&engine, &metrics);
   HttpServer http({.address = "127.0.0.1", .port = 0, .io_threads = 1}, &service);
   if (Status s = http.Start(); !s.ok()) {

@@ -18,10 +18,15 @@ class LaneExecutor final : public InstanceExecutor {
   bool AcquireSlot(std::stop_token stop) override { return lane_->AcquireSlot(stop); }
   void ReleaseSlot() override { lane_->ReleaseSlot(); }
   void Submit(std::vector<Tensor> inputs, ExecutionDone done) override {
-    lane_->Submit(std::move(inputs),
-                  [done = std::move(done)](Result<std::vector<Tensor>> outputs, const BatchTiming& timing) {
-                    done(std::move(outputs), ExecutionTiming{timing.start, timing.end});
-                  });
+    // The caller is the scheduler's instance thread. Its next batch could not start before this one ends (an
+    // instance runs one batch at a time), so it may as well run this one itself when the device would start it
+    // at once: one thread hand-off fewer per request.
+    lane_->Submit(
+        std::move(inputs),
+        [done = std::move(done)](Result<std::vector<Tensor>> outputs, const BatchTiming& timing) {
+          done(std::move(outputs), ExecutionTiming{timing.start, timing.end});
+        },
+        /*may_run_here=*/true);
   }
 
  private:

@@ -34,8 +34,8 @@ Result<int> MaxInflightOf(const ModelConfig& config, PriorityClass c, const Mult
   if (c != PriorityClass::kBestEffort) {
     // The device's default: on CUDA the host launches the next batch while the GPU runs the current one. On the
     // CPU device a second batch of a normal model would only be a smaller batch formed early, but an urgent one
-    // keeps its worker: its next batch is ready on the stream when the current one ends, instead of waiting for
-    // the completion to come back and then for a worker to free up again.
+    // goes on as soon as its current batch ends (queued behind it on the stream, or run next by the instance's
+    // thread), instead of waiting for the completion to come back and then for a worker to free up again.
     const bool two = device_kind == DeviceKind::kCuda || c == PriorityClass::kHigh;
     bound = options.max_inflight > 0 ? options.max_inflight : (two ? 2 : 1);
   }
@@ -182,7 +182,7 @@ void Lane::MoveToLocked(size_t index) {
   migrations_counter_->Increment();
 }
 
-void Lane::Submit(std::vector<Tensor> inputs, BatchDone done) {
+void Lane::Submit(std::vector<Tensor> inputs, BatchDone done, bool may_run_here) {
   Multiplexer::PooledStream* pooled;
   {
     std::lock_guard lock(mu_);
@@ -210,6 +210,7 @@ void Lane::Submit(std::vector<Tensor> inputs, BatchDone done) {
     done(std::move(outputs), BatchTiming{completion.start, completion.end});
     ReleaseSlot();
   };
+  work.may_run_on_caller = may_run_here;
   pooled->queue_depth->Add(1);
   pooled->stream->Enqueue(std::move(work));
 }

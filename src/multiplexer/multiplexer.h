@@ -84,8 +84,10 @@ class Lane {
   void ReleaseSlot();
   // Uses an acquired slot: runs the instance on `inputs` on its stream after every batch submitted before, and
   // calls `done` once, on the device's completion thread, with the outputs (complete by then) and the device
-  // time. The inputs are held until then. The slot is released after `done` returns.
-  void Submit(std::vector<Tensor> inputs, BatchDone done);
+  // time. The inputs are held until then. The slot is released after `done` returns. With `may_run_here`, the
+  // calling thread may run the batch itself before returning, when the device would start it at once
+  // (Work::may_run_on_caller): for a caller that would only wait for the batch anyway.
+  void Submit(std::vector<Tensor> inputs, BatchDone done, bool may_run_here = false);
 
   // Moves the instance to stream `index` of its class now; its next batch waits for the last one. For tests and
   // the balancer.

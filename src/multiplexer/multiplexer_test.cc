@@ -99,9 +99,9 @@ class MultiplexerTest : public ::testing::Test {
     lanes_.push_back(std::move(lane).value());
     return lanes_.back().get();
   }
-  void Submit(Lane* lane, int id, int items = 1) {
+  void Submit(Lane* lane, int id, int items = 1, bool may_run_here = false) {
     ASSERT_TRUE(lane->AcquireSlot(std::stop_token()));
-    lane->Submit(Batch(items), results_.Callback(id));
+    lane->Submit(Batch(items), results_.Callback(id), may_run_here);
   }
   void TearDown() override {
     lanes_.clear();  // wait for their batches
@@ -155,18 +155,46 @@ TEST_F(MultiplexerTest, OrderPerInstanceIsKeptAcrossAMove) {
   EXPECT_EQ(lane->migrations(), 1u);
 }
 
-TEST_F(MultiplexerTest, ManyMovesKeepOrder) {
+// With the parameter, the submitting thread runs a batch itself whenever its stream is idle; the others queue
+// behind the batches in flight or behind the Wait of a move.
+class ManyMovesTest : public MultiplexerTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(ManyMovesTest, KeepOrder) {
   Start(4, {.streams_per_class = 3, .max_inflight = 4, .load_balance = false});
   Lane* lane = Add(Config("counter", ModelPriority::kDefault, {{"batch_delay_us", "200"}}));
   std::mt19937 rng(7);
   constexpr int kBatches = 120;
   for (int i = 0; i < kBatches; ++i) {
     if (rng() % 3 == 0) lane->MoveTo(rng() % 3);
-    Submit(lane, i, 1);
+    Submit(lane, i, 1, /*may_run_here=*/GetParam());
   }
   ASSERT_TRUE(results_.WaitFor(kBatches));
   for (int i = 0; i < kBatches; ++i) EXPECT_EQ(results_.counts(i), (std::vector<int64_t>{i})) << i;
   EXPECT_GT(lane->migrations(), 10u);
+}
+
+INSTANTIATE_TEST_SUITE_P(OnWorkersOrTheSubmitter, ManyMovesTest, ::testing::Bool());
+
+// On an idle device a batch that may run here runs inside Submit; its callback still comes from the completion
+// thread, after Submit has returned, and the slot is held until then.
+TEST_F(MultiplexerTest, ABatchMayRunOnTheSubmittingThread) {
+  Start(2);
+  Lane* lane = Add(Config("sleep", ModelPriority::kDefault, {{"batch_delay_us", "20000"}}));
+  const auto start = std::chrono::steady_clock::now();
+  Submit(lane, 0, 1, /*may_run_here=*/true);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(20));
+  ASSERT_TRUE(results_.WaitFor(1));
+  EXPECT_TRUE(results_.ok());
+  EXPECT_GE(results_.timing(0).start, start);
+  // A batch behind one in flight on its stream waits for it, wherever it runs.
+  Lane* queued = Add(Config("sleep", ModelPriority::kDefault, {{"batch_delay_us", "20000"}}));
+  queued->MoveTo(lane->stream_name() == "normal/0" ? 0 : 1);
+  ASSERT_EQ(queued->stream_name(), lane->stream_name());
+  Submit(lane, 1);
+  Submit(queued, 2, 1, /*may_run_here=*/true);
+  ASSERT_TRUE(results_.WaitFor(3));
+  EXPECT_EQ(results_.order(), (std::vector<int>{0, 1, 2}));
+  EXPECT_GE(results_.timing(2).start, results_.timing(1).end);
 }
 
 TEST_F(MultiplexerTest, BestEffortBatchesInFlightAreBoundedPerInstance) {

@@ -32,7 +32,8 @@ class InstanceExecutor {
   // Gives back a slot that was not used.
   virtual void ReleaseSlot() = 0;
   // Uses a slot: runs the instance on `inputs` after every batch submitted before, and calls `done` exactly once,
-  // on any thread, with the outputs (complete by then). The slot is free again once `done` has returned.
+  // on any thread, with the outputs (complete by then). The slot is free again once `done` has returned. May run
+  // the batch on the calling thread before it returns.
   virtual void Submit(std::vector<Tensor> inputs, ExecutionDone done) = 0;
 };
 

@@ -93,6 +93,11 @@ class CpuDevice final : public Device {
   // destructor, which takes mu_ after its last completion, knows that nobody touches the stream any more.
   void AdvanceLocked(CpuStream* stream);
   void PassLocked(Occurrence& occurrence, std::vector<CpuStream*>* todo);
+  // Whether work enqueued on `stream` now could start at once: what a free worker would do with it.
+  bool CanStartNowLocked(const CpuStream& stream) const;
+  // Runs `work`, taken from the front of `stream` or enqueued on it, for which the caller took a slot (running_).
+  // Called and returns with `lock` held; releases it while the work runs.
+  void RunItem(CpuStream* stream, Work work, std::unique_lock<std::mutex>& lock);
   void Serve(std::stop_token stop);
 
   // Constant after construction.
@@ -109,6 +114,9 @@ class CpuDevice final : public Device {
   // Ready streams: highest priority first, then the one ready longest. Guarded by mu_.
   std::set<std::tuple<int, uint64_t, CpuStream*>> ready_;
   uint64_t next_ready_seq_ = 0;  // guarded by mu_
+  // Items running now, on workers or on enqueueing threads (Work::may_run_on_caller). Guarded by mu_. Never above
+  // worker_count_: the workers are the device's size, whichever threads run the work.
+  int running_ = 0;
 
   std::vector<std::jthread> workers_;  // started last, joined first
 };
@@ -137,7 +145,6 @@ class CpuStream final : public Stream {
     return pending_;
   }
 
-  void Push(Item item);
   void AddFinished(Finished finished) {
     std::lock_guard lock(done_mu_);
     finished_.push_back(std::move(finished));
@@ -252,29 +259,41 @@ void CpuDevice::AdvanceLocked(CpuStream* stream) {
   }
 }
 
+bool CpuDevice::CanStartNowLocked(const CpuStream& stream) const {
+  if (!stream.items.empty() || stream.running || stream.ready || stream.blocked) return false;
+  if (running_ >= worker_count_) return false;
+  // A ready stream of the same priority became ready first; one of a lower priority would yield to this one.
+  return ready_.empty() || -std::get<0>(*ready_.begin()) < static_cast<int>(stream.priority());
+}
+
+void CpuDevice::RunItem(CpuStream* stream, Work work, std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  const SteadyTime start = std::chrono::steady_clock::now();
+  Status status = RunSafely(work.run, stream->native());
+  const SteadyTime end = std::chrono::steady_clock::now();
+  work.run = nullptr;  // its captures die here, on the running thread, not on the loop thread
+
+  lock.lock();
+  // Under mu_: once the completion is visible, the stream may be destroyed as soon as mu_ is free.
+  stream->AddFinished({std::move(work.on_done), std::move(work.keep_alive), {std::move(status), start, end}});
+  stream->Signal();
+  stream->running = false;
+  --running_;
+  AdvanceLocked(stream);
+}
+
 void CpuDevice::Serve(std::stop_token stop) {
   std::unique_lock lock(mu_);
-  while (ready_changed_.wait(lock, stop, [this] { return !ready_.empty(); })) {
+  // An idle worker may still find no slot: enqueueing threads hold some while they run work themselves.
+  while (ready_changed_.wait(lock, stop, [this] { return !ready_.empty() && running_ < worker_count_; })) {
     CpuStream* stream = std::get<2>(*ready_.begin());
     ready_.erase(ready_.begin());
     stream->ready = false;
     stream->running = true;
-    Item item = std::move(stream->items.front());
+    ++running_;
+    Work work = std::move(stream->items.front().work);
     stream->items.pop_front();
-    lock.unlock();
-
-    const SteadyTime start = std::chrono::steady_clock::now();
-    Status status = RunSafely(item.work.run, stream->native());
-    const SteadyTime end = std::chrono::steady_clock::now();
-    item.work.run = nullptr;  // its captures die here, on the worker, not on the loop thread
-
-    lock.lock();
-    // Under mu_: once the completion is visible, the stream may be destroyed as soon as mu_ is free.
-    stream->AddFinished(
-        {std::move(item.work.on_done), std::move(item.work.keep_alive), {std::move(status), start, end}});
-    stream->Signal();
-    stream->running = false;
-    AdvanceLocked(stream);
+    RunItem(stream, std::move(work), lock);
   }
 }
 
@@ -297,18 +316,23 @@ CpuStream::~CpuStream() {
   device_->live_streams_.fetch_sub(1);
 }
 
-void CpuStream::Push(Item item) {
-  std::lock_guard lock(device_->mu_);
-  items.push_back(std::move(item));
-  device_->AdvanceLocked(this);
-}
-
 void CpuStream::Enqueue(Work work) {
   {
     std::lock_guard lock(done_mu_);
     ++pending_;
   }
-  Push({.kind = Item::Kind::kWork, .work = std::move(work)});
+  std::unique_lock lock(device_->mu_);
+  // Never on the completion loop's thread: work run there would hold up the completions of every stream.
+  if (work.may_run_on_caller && work.run && !device_->loop_->InLoopThread() && device_->CanStartNowLocked(*this)) {
+    running = true;
+    ++device_->running_;
+    device_->RunItem(this, std::move(work), lock);
+    // The slot this thread held is free again: a stream that found every slot taken may start now.
+    if (!device_->ready_.empty()) device_->ready_changed_.notify_one();
+    return;
+  }
+  items.push_back({.kind = Item::Kind::kWork, .work = std::move(work)});
+  device_->AdvanceLocked(this);
 }
 
 void CpuStream::Copy(Buffer dst, Buffer src, size_t bytes, CompletionCallback on_done) {

@@ -20,6 +20,8 @@ struct CpuDeviceOptions {
 //   among equal priorities, the one that became ready first. A running item is never preempted.
 // - Record and Wait are markers in the queue: a Record is passed as soon as the items before it are done; a Wait
 //   holds its stream until the event's latest Record made before the Wait has been passed.
+// - Work with Work::may_run_on_caller runs on the enqueueing thread, inside Enqueue, when a free worker would start
+//   it at once; it holds one of the `workers` slots meanwhile, so at most `workers` items run at any time.
 // - A worker that finishes an item appends its completion to the stream's list and writes the stream's eventfd;
 //   the completion loop runs the callbacks. Workers and the loop sleep when idle; nothing polls.
 // - Memory: host memory from a pool (AllocateHost and AllocateDevice are the same).

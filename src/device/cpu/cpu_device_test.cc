@@ -169,10 +169,151 @@ TEST(CpuDeviceTest, ExceptionsBecomeErrors) {
   EXPECT_EQ(seen.code(), StatusCode::kInternal);
 }
 
+// An idle device runs caller-runnable work inside Enqueue, on the enqueueing thread; the completion still comes
+// from the completion loop, woken through the stream's eventfd.
+TEST(CpuDeviceTest, WorkRunsOnTheCallerWhenAWorkerWouldStartItAtOnce) {
+  auto device = CreateCpuDevice({.workers = 1});
+  ASSERT_TRUE(device.ok());
+  auto stream = (*device)->CreateStream({.name = "s"});
+  CompletionLoop& loop = (*device)->completion_loop();
+  const uint64_t wakeups = loop.wakeups();
+  std::thread::id ran_on;
+  bool done_on_loop = false;
+  std::atomic<bool> done{false};
+  (*stream)->Enqueue({.run =
+                          [&](const NativeStream&) {
+                            ran_on = std::this_thread::get_id();
+                            return Status::Ok();
+                          },
+                      .on_done =
+                          [&](const Completion&) {
+                            done_on_loop = loop.InLoopThread();
+                            done = true;
+                          },
+                      .may_run_on_caller = true});
+  EXPECT_EQ(ran_on, std::this_thread::get_id());  // already ran when Enqueue returned
+  (*stream)->Synchronize();
+  EXPECT_TRUE(done.load());
+  EXPECT_TRUE(done_on_loop);
+  EXPECT_GT(loop.wakeups(), wakeups);
+}
+
+// Work queued before on the same stream, or running: the caller's work waits its turn and runs on a worker.
+TEST(CpuDeviceTest, WorkBehindQueuedWorkKeepsStreamOrder) {
+  auto device = CreateCpuDevice({.workers = 2});
+  ASSERT_TRUE(device.ok());
+  auto stream = (*device)->CreateStream({.name = "s"});
+  Gate gate;
+  RunLog log;
+  (*stream)->Enqueue({.run = gate.Work()});
+  (*stream)->Enqueue({.run = log.Work("queued")});
+  std::thread::id ran_on;
+  (*stream)->Enqueue({.run =
+                          [&](const NativeStream& native) {
+                            ran_on = std::this_thread::get_id();
+                            return log.Work("caller")(native);
+                          },
+                      .may_run_on_caller = true});
+  gate.Open();
+  (*stream)->Synchronize();
+  EXPECT_EQ(log.log(), (std::vector<std::string>{"queued", "caller"}));
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+}
+
+// A Wait holds caller-runnable work like any other: it runs after the recorded work, on a worker.
+TEST(CpuDeviceTest, AWaitHoldsWorkThatCouldRunOnTheCaller) {
+  auto device = CreateCpuDevice({.workers = 2});
+  ASSERT_TRUE(device.ok());
+  auto first = (*device)->CreateStream({.name = "first"});
+  auto second = (*device)->CreateStream({.name = "second"});
+  auto event = (*device)->CreateEvent();
+  Gate gate;
+  RunLog log;
+  (*first)->Enqueue({.run = [&](const NativeStream& native) {
+    if (Status s = gate.Work()(native); !s.ok()) return s;
+    return log.Work("recorded")(native);
+  }});
+  (*first)->Record(**event);
+  (*second)->Wait(**event);
+  std::thread::id ran_on;
+  (*second)->Enqueue({.run =
+                          [&](const NativeStream& native) {
+                            ran_on = std::this_thread::get_id();
+                            return log.Work("waiter")(native);
+                          },
+                      .may_run_on_caller = true});
+  gate.Open();
+  (*second)->Synchronize();
+  (*first)->Synchronize();
+  EXPECT_EQ(log.log(), (std::vector<std::string>{"recorded", "waiter"}));
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+}
+
+// The workers bound what runs at once, on whichever threads: with the only worker busy the caller's work is
+// queued, and while a caller runs work no worker starts another stream's.
+TEST(CpuDeviceTest, WorkOnTheCallerCountsAgainstTheWorkers) {
+  auto device = CreateCpuDevice({.workers = 1});
+  ASSERT_TRUE(device.ok());
+  auto a = (*device)->CreateStream({.name = "a"});
+  auto b = (*device)->CreateStream({.name = "b"});
+  std::atomic<int> running{0};
+  std::atomic<int> most{0};
+  auto counted = [&](std::function<Status(const NativeStream&)> inner) {
+    return [&, inner](const NativeStream& native) {
+      const int now = running.fetch_add(1) + 1;
+      int seen = most.load();
+      while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      }
+      Status status = inner(native);
+      running.fetch_sub(1);
+      return status;
+    };
+  };
+  Gate worker_gate;
+  std::thread::id ran_on;
+  (*a)->Enqueue({.run = counted(worker_gate.Work())});  // takes the only worker
+  std::this_thread::sleep_for(milliseconds(20));
+  (*b)->Enqueue({.run = counted([&](const NativeStream&) {
+                   ran_on = std::this_thread::get_id();
+                   return Status::Ok();
+                 }),
+                 .may_run_on_caller = true});  // no free worker: queued
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+  worker_gate.Open();
+  (*a)->Synchronize();
+  (*b)->Synchronize();
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+
+  // Now a caller holds the only worker's slot: work enqueued meanwhile on another stream waits for it.
+  Gate caller_gate;
+  RunLog log;
+  std::jthread caller([&] {
+    (*a)->Enqueue({.run = counted([&](const NativeStream& native) {
+                     if (Status s = caller_gate.Work()(native); !s.ok()) return s;
+                     return log.Work("caller")(native);
+                   }),
+                   .may_run_on_caller = true});
+  });
+  while (running.load() == 0) std::this_thread::sleep_for(milliseconds(1));
+  (*b)->Enqueue({.run = counted(log.Work("worker"))});
+  std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_TRUE(log.log().empty());
+  caller_gate.Open();
+  caller.join();
+  (*b)->Synchronize();
+  (*a)->Synchronize();
+  EXPECT_EQ(log.log(), (std::vector<std::string>{"caller", "worker"}));
+  EXPECT_EQ(most.load(), 1);
+}
+
 // Chains of events between many streams from many threads, for ThreadSanitizer: each stream's items must run in
-// order, and every item after a Wait must run after the recorded item it waits for.
-TEST(CpuDeviceTest, EventChainsAcrossStreamsFromManyThreads) {
-  auto device = CreateCpuDevice({.workers = 3});
+// order, every item after a Wait must run after the recorded item it waits for, and no more items run at once
+// than there are workers. With the parameter, work may run on the enqueueing threads.
+class EventChainsTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EventChainsTest, AcrossStreamsFromManyThreads) {
+  constexpr int kWorkers = 3;
+  auto device = CreateCpuDevice({.workers = kWorkers});
   ASSERT_TRUE(device.ok());
   constexpr int kStreams = 6;
   constexpr int kSteps = 200;
@@ -185,6 +326,8 @@ TEST(CpuDeviceTest, EventChainsAcrossStreamsFromManyThreads) {
     events.push_back(std::move((*device)->CreateEvent().value()));
   }
   std::atomic<int64_t> clock{0};
+  std::atomic<int> running{0};
+  std::atomic<bool> too_many{false};
   std::vector<std::vector<int64_t>> stamps(kStreams, std::vector<int64_t>(kSteps, -1));
   // For each step, the (stream, step) whose Record it waited for, if any.
   std::vector<std::vector<std::pair<int, int>>> waited(kStreams, std::vector<std::pair<int, int>>(kSteps, {-1, -1}));
@@ -201,10 +344,14 @@ TEST(CpuDeviceTest, EventChainsAcrossStreamsFromManyThreads) {
           streams[t]->Wait(*events[other]);
           waited[t][step] = {other, recorded[other]};
         }
-        streams[t]->Enqueue({.run = [&, t, step](const NativeStream&) {
-          stamps[t][step] = clock.fetch_add(1);
-          return Status::Ok();
-        }});
+        streams[t]->Enqueue({.run =
+                                 [&, t, step](const NativeStream&) {
+                                   if (running.fetch_add(1) >= kWorkers) too_many = true;
+                                   stamps[t][step] = clock.fetch_add(1);
+                                   running.fetch_sub(1);
+                                   return Status::Ok();
+                                 },
+                             .may_run_on_caller = GetParam()});
         std::lock_guard lock(record_mu);
         streams[t]->Record(*events[t]);
         recorded[t] = step;
@@ -222,7 +369,10 @@ TEST(CpuDeviceTest, EventChainsAcrossStreamsFromManyThreads) {
       }
     }
   }
+  EXPECT_FALSE(too_many.load());
 }
+
+INSTANTIATE_TEST_SUITE_P(OnWorkersOrCallers, EventChainsTest, ::testing::Bool());
 
 }  // namespace
 }  // namespace weft
