@@ -291,12 +291,17 @@ class HttpSharedMemoryTest(unittest.TestCase):
 class BenchTest(unittest.TestCase):
     """`weft bench` over each protocol, with and without shared memory, as a user runs it."""
 
+    def setUp(self):
+        self.pids = []
+
     def bench(self, *args):
-        result = subprocess.run([BINARY, "bench", "--model", "identity", "--shape", "INPUT0:1024", "--requests", "200",
-                                 "--concurrency", "4", "--json", "-q"] + list(args),
-                                capture_output=True, text=True, timeout=120)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        return json.loads(result.stdout)
+        process = subprocess.Popen([BINARY, "bench", "--model", "identity", "--shape", "INPUT0:1024", "--requests",
+                                    "200", "--concurrency", "4", "--json", "-q"] + list(args),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.pids.append(process.pid)
+        stdout, stderr = process.communicate(timeout=120)
+        self.assertEqual(process.returncode, 0, stderr)
+        return json.loads(stdout)
 
     def test_every_protocol_and_shared_memory(self):
         http = ["--protocol", "http", "--url", f"127.0.0.1:{server.http_port}"]
@@ -312,7 +317,9 @@ class BenchTest(unittest.TestCase):
         # Every run unregistered its regions and unlinked its objects.
         status = server.stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest(), timeout=RPC_TIMEOUT)
         self.assertEqual(len(status.regions), 0)
-        self.assertEqual([n for n in os.listdir("/dev/shm") if n.startswith("weft_bench_")], [])
+        # Only this test's own runs: other tests (loadgen_e2e_test) may run `weft bench` at the same time.
+        ours = tuple(f"weft_bench_{pid}_" for pid in self.pids)
+        self.assertEqual([n for n in os.listdir("/dev/shm") if n.startswith(ours)], [])
 
 
 class SharedMemoryOffTest(unittest.TestCase):
