@@ -90,7 +90,8 @@ Lane::Lane(Multiplexer* mux, ModelInstance* instance, PriorityClass c, int max_i
       max_inflight_(max_inflight),
       moved_(std::move(moved)),
       model_(model),
-      migrations_counter_(migrations) {}
+      migrations_counter_(migrations),
+      load_(mux->options_.load_time_constant) {}
 
 Lane::~Lane() {
   {
@@ -144,24 +145,28 @@ void Lane::MaybeRebalanceLocked(SteadyTime now) {
   if (now - last_balance_ < mux_->options_.balance_interval) return;
   last_balance_ = now;
   size_t best;
-  double here, there;
   {
     std::lock_guard lock(mux_->mu_);
     auto& streams = mux_->StreamsOf(class_);
     if (streams.size() < 2) return;
+    // One move per class per interval: the others see its effect before they decide.
+    SteadyTime& last_move = mux_->last_move_[static_cast<int>(class_)];
+    if (now - last_move < mux_->options_.balance_interval) return;
     best = mux_->LeastLoadedLocked(class_, now);
-    here = streams[stream_]->load.At(now);
-    there = streams[best]->load.At(now);
+    const double gap = streams[stream_]->load.At(now) - streams[best]->load.At(now);
+    // Moving takes this instance's own load along: it evens the streams out only when that is less than the gap.
+    if (best == stream_ || gap <= mux_->options_.balance_threshold || load_.At(now) >= gap) return;
+    last_move = now;
   }
-  if (best != stream_ && here - there > mux_->options_.balance_threshold) MoveToLocked(best);
+  MoveToLocked(best, now);
 }
 
 void Lane::MoveTo(size_t index) {
   std::lock_guard lock(mu_);
-  MoveToLocked(index);
+  MoveToLocked(index, std::chrono::steady_clock::now());
 }
 
-void Lane::MoveToLocked(size_t index) {
+void Lane::MoveToLocked(size_t index, SteadyTime now) {
   Stream* from;
   Stream* to;
   {
@@ -173,6 +178,9 @@ void Lane::MoveToLocked(size_t index) {
     to = streams[index]->stream.get();
     streams[stream_]->instances--;
     streams[index]->instances++;
+    const double own = load_.At(now);
+    streams[stream_]->load.Shift(-own, now);
+    streams[index]->load.Shift(own, now);
   }
   // Order per instance: whatever this instance put on `from` finishes before its next batch starts on `to`.
   from->Record(*moved_);
@@ -202,8 +210,9 @@ void Lane::Submit(std::vector<Tensor> inputs, BatchDone done, bool may_run_here)
     state->outputs = instance->Execute(inputs);
     return state->outputs.ok() ? Status::Ok() : state->outputs.status();
   };
-  work.on_done = [this, pooled, state, done = std::move(done)](const Completion& completion) {
-    mux_->OnBatchDone(pooled, model_, completion);
+  const SteadyTime submitted = std::chrono::steady_clock::now();
+  work.on_done = [this, pooled, state, submitted, done = std::move(done)](const Completion& completion) {
+    mux_->OnBatchDone(pooled, this, submitted, completion);
     Result<std::vector<Tensor>> outputs = std::move(state->outputs);
     // A device error (a kernel fault) after a launch that went well replaces the outputs.
     if (!completion.status.ok() && outputs.ok()) outputs = completion.status;
@@ -284,7 +293,9 @@ Status Multiplexer::CreateStreams() {
                                              "Batches submitted to the stream whose completion has not fired", labels);
     pooled->instance_count =
         metrics_->GetGauge("weft_stream_instances", "Model instances assigned to the stream", labels);
-    pooled->load_gauge = metrics_->GetGauge("weft_stream_load", "EWMA busy fraction the balancer assigns by", labels);
+    pooled->load_gauge = metrics_->GetGauge(
+        "weft_stream_load", "EWMA of the batches on the stream, waiting or running, that the balancer assigns by",
+        labels);
     streams_.push_back(std::move(pooled));
     return Status::Ok();
   };
@@ -355,13 +366,18 @@ Result<std::unique_ptr<Lane>> Multiplexer::AddInstance(const ModelConfig& config
   return lane;
 }
 
-void Multiplexer::OnBatchDone(PooledStream* stream, Lane::ModelStats* model, const Completion& completion) {
+void Multiplexer::OnBatchDone(PooledStream* stream, Lane* lane, SteadyTime submitted, const Completion& completion) {
+  Lane::ModelStats* model = lane->model_;
   stream->queue_depth->Add(-1);
   std::lock_guard lock(mu_);
   const double before = Seconds(stream->busy.total());
   stream->busy.Add(completion.start, completion.end);
   stream->busy_seconds->Increment(Seconds(stream->busy.total()) - before);
-  stream->load.Add(completion.start, completion.end);
+  // Load is the time each batch spent on the stream, waiting included: its average is the number of batches on the
+  // stream (Little's law). Busy time alone reads 1 for every saturated stream, however many instances crowd it.
+  const SteadyTime on_stream = std::min(submitted, completion.start);
+  stream->load.Add(on_stream, completion.end);
+  lane->load_.Add(on_stream, completion.end);
   device_busy_.Add(completion.start, completion.end);
   const double model_before = Seconds(model->busy.total());
   model->busy.Add(completion.start, completion.end);

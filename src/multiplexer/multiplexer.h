@@ -44,12 +44,15 @@ struct MultiplexerOptions {
   int best_effort_max_inflight = 1;
   // Batches in flight over all best-effort instances of the device. 0 = no bound.
   int best_effort_budget = 0;
-  // Moves an instance to a less loaded stream of its class at a batch boundary when the load of its stream exceeds
-  // the other's by `balance_threshold` (busy fraction), at most once per `balance_interval`.
+  // Moves an instance to a less loaded stream of its class at a batch boundary when the load of its stream (the
+  // average number of batches on it, waiting or running: about the busy fraction while nothing waits) exceeds the
+  // other's by `balance_threshold` and by more than the instance's own load (a move that only
+  // carries the load across would gain nothing), at most one instance of a class per `balance_interval` (so that
+  // instances do not all follow the same reading at once).
   bool load_balance = true;
   SteadyTime::duration balance_interval = std::chrono::milliseconds(200);
   double balance_threshold = 0.25;
-  SteadyTime::duration load_time_constant = std::chrono::seconds(1);  // of each stream's EWMA load
+  SteadyTime::duration load_time_constant = std::chrono::seconds(1);  // of each stream's and instance's EWMA load
   // Busy fractions are exported over this window, refreshed twice per window.
   SteadyTime::duration metrics_window = std::chrono::seconds(1);
   // How long busy intervals are kept for BusyFraction() queries.
@@ -106,7 +109,8 @@ class Lane {
        ModelStats* model, Counter* migrations);
   // Moves to the least loaded stream of the class when the balancer says so.
   void MaybeRebalanceLocked(SteadyTime now);
-  void MoveToLocked(size_t index);
+  // Takes the multiplexer's mu_.
+  void MoveToLocked(size_t index, SteadyTime now);
 
   Multiplexer* const mux_;
   ModelInstance* const instance_;
@@ -122,6 +126,7 @@ class Lane {
   size_t stream_ = 0;          // guarded by mu_; index into the class's streams
   uint64_t migrations_ = 0;    // guarded by mu_
   SteadyTime last_balance_{};  // guarded by mu_
+  StreamLoad load_;            // guarded by the multiplexer's mu_: this instance's own share of its streams' load
 };
 
 // A stream pool per device with three priority classes (high, normal, best effort) and the assignment of model
@@ -146,7 +151,7 @@ class Multiplexer {
   struct StreamStats {
     std::string name;  // "<class>/<index>", or "shared/0"
     PriorityClass priority_class;
-    double load = 0;           // EWMA busy fraction
+    double load = 0;           // EWMA of the batches on the stream (waiting or running)
     double busy_fraction = 0;  // over the metrics window
     size_t queue_depth = 0;    // batches submitted, completion not yet fired
     int instances = 0;
@@ -180,7 +185,7 @@ class Multiplexer {
   // The index of the least loaded stream of `c` (ties: fewer instances, then lower index).
   size_t LeastLoadedLocked(PriorityClass c, SteadyTime now);
   // On the completion thread.
-  void OnBatchDone(PooledStream* stream, Lane::ModelStats* model, const Completion& completion);
+  void OnBatchDone(PooledStream* stream, Lane* lane, SteadyTime submitted, const Completion& completion);
   bool AcquireBudget(std::stop_token stop);
   bool TryAcquireBudget();
   void ReleaseBudget();
@@ -199,6 +204,7 @@ class Multiplexer {
   BusyTime device_busy_;                                                                 // guarded by mu_
   std::map<std::pair<std::string, int64_t>, std::unique_ptr<Lane::ModelStats>> models_;  // guarded by mu_
   int lanes_ = 0;                                                                        // guarded by mu_
+  SteadyTime last_move_[3] = {};  // guarded by mu_: the balancer's latest move in each class
 
   mutable std::mutex budget_mu_;
   std::condition_variable_any budget_free_;

@@ -103,6 +103,19 @@ class MultiplexerTest : public ::testing::Test {
     ASSERT_TRUE(lane->AcquireSlot(std::stop_token()));
     lane->Submit(Batch(items), results_.Callback(id), may_run_here);
   }
+  // Keeps `lanes` submitting one-item batches, a thread each, for `duration`: all of them busy to the end, so
+  // that none sees the others' streams go idle.
+  void SubmitFromThreads(const std::vector<Lane*>& lanes, milliseconds duration) {
+    const auto end = std::chrono::steady_clock::now() + duration;
+    std::vector<std::jthread> threads;
+    for (size_t l = 0; l < lanes.size(); ++l) {
+      threads.emplace_back([this, lane = lanes[l], l, end] {
+        for (int i = 0; std::chrono::steady_clock::now() < end; ++i) {
+          if (lane->AcquireSlot(std::stop_token())) lane->Submit(Batch(1), results_.Callback(int(l) * 100'000 + i));
+        }
+      });
+    }
+  }
   void TearDown() override {
     lanes_.clear();  // wait for their batches
     mux_.reset();
@@ -301,20 +314,55 @@ TEST_F(MultiplexerTest, BusyTimeIsMeasuredPerStreamModelAndDevice) {
   }
 }
 
-TEST_F(MultiplexerTest, TheBalancerMovesAnInstanceOffACrowdedStream) {
-  Start(4, {.streams_per_class = 2,
-            .max_inflight = 1,
-            .balance_interval = milliseconds(20),
-            .balance_threshold = 0.2,
-            .load_time_constant = milliseconds(100)});
+MultiplexerOptions FastBalancer() {
+  return {.streams_per_class = 2,
+          .max_inflight = 1,
+          .balance_interval = milliseconds(20),
+          .balance_threshold = 0.2,
+          .load_time_constant = milliseconds(100)};
+}
+
+// Two busy instances crowded on one stream: one of them moves, and then they stay apart.
+TEST_F(MultiplexerTest, TheBalancerSplitsBusyInstancesCrowdedOnOneStream) {
+  Start(4, FastBalancer());
   Lane* a = Add(Config("sleep", ModelPriority::kDefault, {{"batch_delay_us", "5000"}}));
   Lane* b = Add(Config("sleep", ModelPriority::kDefault, {{"batch_delay_us", "5000"}}));
-  b->MoveTo(a->stream_name() == "normal/0" ? 0 : 1);  // crowd them on one stream
+  b->MoveTo(a->stream_name() == "normal/0" ? 0 : 1);
   ASSERT_EQ(a->stream_name(), b->stream_name());
-  // Only `a` keeps submitting, so its crowded stream is busy and the other idle: its next submissions move it.
-  for (int i = 0; i < 60 && a->stream_name() == b->stream_name(); ++i) Submit(a, i);
+  const uint64_t before = a->migrations() + b->migrations();
+  SubmitFromThreads({a, b}, milliseconds(500));
   EXPECT_NE(a->stream_name(), b->stream_name());
-  EXPECT_GE(a->migrations(), 1u);
+  EXPECT_EQ(a->migrations() + b->migrations() - before, 1u);
+}
+
+// An instance alone on its stream would only carry its load to the other one: it stays where it is.
+TEST_F(MultiplexerTest, ABusyInstanceAloneDoesNotMove) {
+  Start(4, FastBalancer());
+  Lane* a = Add(Config("sleep", ModelPriority::kDefault, {{"batch_delay_us", "5000"}}));
+  SubmitFromThreads({a}, milliseconds(500));
+  EXPECT_EQ(a->migrations(), 0u);
+}
+
+// Four busy instances on one stream of two: they end two and two, with about as many moves as that takes, not
+// all following the same reading back and forth.
+TEST_F(MultiplexerTest, CrowdedInstancesSpreadWithoutHerding) {
+  Start(4, FastBalancer());
+  std::vector<Lane*> lanes;
+  for (int i = 0; i < 4; ++i) {
+    lanes.push_back(Add(Config("sleep", ModelPriority::kDefault, {{"batch_delay_us", "5000"}})));
+    lanes.back()->MoveTo(0);
+  }
+  uint64_t before = 0;
+  for (Lane* lane : lanes) before += lane->migrations();
+  SubmitFromThreads(lanes, milliseconds(800));
+  int on_first = 0;
+  uint64_t moves = 0;
+  for (Lane* lane : lanes) {
+    on_first += lane->stream_name() == "normal/0" ? 1 : 0;
+    moves += lane->migrations();
+  }
+  EXPECT_EQ(on_first, 2) << "moves " << moves - before;
+  EXPECT_LE(moves - before, 4u);
 }
 
 TEST_F(MultiplexerTest, InputsLiveUntilTheCompletion) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -7,14 +8,16 @@
 
 namespace weft {
 
-// The measured load of a stream: an exponentially weighted moving average of its busy fraction, with time constant
-// `tau`. Each busy interval adds its length / tau and the sum decays by exp(-dt / tau), so a stream busy all the
-// time reads about 1 and an idle one decays towards 0. Pure arithmetic; not thread-safe.
+// The measured load of a stream (or of one instance's batches): an exponentially weighted moving average, with
+// time constant `tau`, of the intervals added. Each interval adds its length / tau and the sum decays by
+// exp(-dt / tau). Fed each batch's time on the stream (waiting included), it reads the average number of batches
+// there: about 1 for a stream kept busy by one instance, more when others wait behind it, towards 0 when idle.
+// Pure arithmetic; not thread-safe.
 class StreamLoad {
  public:
   explicit StreamLoad(SteadyTime::duration tau = std::chrono::seconds(1)) : tau_(Seconds(tau)) {}
 
-  // Adds the busy interval [start, end].
+  // Adds the interval [start, end]; intervals may overlap.
   void Add(SteadyTime start, SteadyTime end) {
     if (end <= start) return;
     DecayTo(end);
@@ -24,6 +27,12 @@ class StreamLoad {
   double At(SteadyTime now) const {
     if (now <= at_) return value_;
     return value_ * std::exp(-Seconds(now - at_) / tau_);
+  }
+  // Moves `delta` of load in or out at `now` (never below 0): what an instance that moves between streams takes
+  // with it, so that the next decision sees the move before the averages catch up.
+  void Shift(double delta, SteadyTime now) {
+    DecayTo(now);
+    value_ = std::max(0.0, value_ + delta);
   }
 
  private:

@@ -30,5 +30,23 @@ TEST(StreamLoadTest, IdleTimeDecaysTheLoad) {
   EXPECT_DOUBLE_EQ(StreamLoad().At(At(5)), 0);
 }
 
+// Three batches always on the stream, each waiting for two before it: their times on the stream overlap and the
+// load reads the number of batches there, not a busy fraction that cannot pass 1.
+TEST(StreamLoadTest, OverlappingTimesOnTheStreamCountBatchesThere) {
+  StreamLoad load(milliseconds(100));
+  for (int t = 0; t < 1000; t += 10) load.Add(At(t), At(t + 30));
+  EXPECT_NEAR(load.At(At(1000)), 3.0, 0.2);
+}
+
+TEST(StreamLoadTest, ShiftMovesLoadAndStopsAtZero) {
+  StreamLoad load(milliseconds(100));
+  for (int t = 0; t < 1000; t += 10) load.Add(At(t), At(t + 10));
+  const double before = load.At(At(1000));
+  load.Shift(-0.25, At(1000));
+  EXPECT_NEAR(load.At(At(1000)), before - 0.25, 1e-9);
+  load.Shift(-5, At(1000));
+  EXPECT_EQ(load.At(At(1000)), 0);
+}
+
 }  // namespace
 }  // namespace weft
