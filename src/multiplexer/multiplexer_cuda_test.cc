@@ -3,15 +3,11 @@
 // where there is no GPU (or no CUDA in the build); ctest label `gpu`.
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <thread>
 
-#include "backends/builtin/builtin_backend.h"
 #include "device/cuda/cuda_device.h"
-#include "multiplexer/multiplexer.h"
+#include "multiplexer/testing/lane_harness.h"
 
 namespace weft {
 namespace {
@@ -36,94 +32,17 @@ std::vector<Tensor> Batch(float value) {
   return {Tensor::FromBytes("INPUT0", DataType::kFp32, {1, 4}, std::move(bytes))};
 }
 
-// Batch results by id, in completion order, with their device timing and when the host saw them. Thread-safe.
-class Results {
- public:
-  BatchDone Callback(int id) {
-    return [this, id](Result<std::vector<Tensor>> outputs, const BatchTiming& timing) {
-      std::lock_guard lock(mu_);
-      order_.push_back(id);
-      timings_[id] = timing;
-      seen_[id] = std::chrono::steady_clock::now();
-      if (!outputs.ok() && error_.empty()) error_ = outputs.status().ToString();
-      if (outputs.ok() && !outputs->empty()) first_[id] = (*outputs)[0].as<float>()[0];
-      cv_.notify_all();
-    };
-  }
-  bool WaitFor(size_t n) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(20), [&] { return order_.size() >= n; });
-  }
-  std::vector<int> order() {
-    std::lock_guard lock(mu_);
-    return order_;
-  }
-  BatchTiming timing(int id) {
-    std::lock_guard lock(mu_);
-    return timings_[id];
-  }
-  SteadyTime seen(int id) {
-    std::lock_guard lock(mu_);
-    return seen_[id];
-  }
-  float first(int id) {
-    std::lock_guard lock(mu_);
-    return first_[id];
-  }
-  std::string error() {
-    std::lock_guard lock(mu_);
-    return error_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<int> order_;              // guarded by mu_
-  std::map<int, BatchTiming> timings_;  // guarded by mu_
-  std::map<int, SteadyTime> seen_;      // guarded by mu_
-  std::map<int, float> first_;          // guarded by mu_
-  std::string error_;                   // guarded by mu_
-};
-
-class MultiplexerCudaTest : public ::testing::Test {
+class MultiplexerCudaTest : public testing::LaneHarness {
  protected:
   void SetUp() override {
     if (std::string why = CudaUnavailableReason(); !why.empty()) GTEST_SKIP() << why;
-    auto device = CreateCudaDevice({});
-    ASSERT_TRUE(device.ok()) << device.status().ToString();
-    device_ = std::move(device).value();
   }
   void Start(MultiplexerOptions options = {}) {
-    auto mux = Multiplexer::Create(device_.get(), options, &metrics_);
-    ASSERT_TRUE(mux.ok()) << mux.status().ToString();
-    mux_ = std::move(mux).value();
+    auto device = CreateCudaDevice({});
+    ASSERT_TRUE(device.ok()) << device.status().ToString();
+    StartOn(std::move(device).value(), options);
   }
-  Lane* Add(const ModelConfig& config) {
-    auto instance = MakeBuiltinBackend()->CreateInstance(config, "", 0);
-    EXPECT_TRUE(instance.ok()) << instance.status().ToString();
-    if (!instance.ok()) return nullptr;
-    instances_.push_back(std::move(instance).value());
-    auto lane = mux_->AddInstance(config, 1, instances_.back().get());
-    EXPECT_TRUE(lane.ok()) << lane.status().ToString();
-    lanes_.push_back(std::move(lane).value());
-    return lanes_.back().get();
-  }
-  void Submit(Lane* lane, int id) {
-    ASSERT_TRUE(lane->AcquireSlot(std::stop_token()));
-    lane->Submit(Batch(static_cast<float>(id)), results_.Callback(id));
-  }
-  void TearDown() override {
-    lanes_.clear();
-    mux_.reset();
-    device_.reset();
-  }
-
-  MetricsRegistry metrics_;
-  Results results_;
-  std::unique_ptr<Device> device_;
-  std::unique_ptr<Multiplexer> mux_;
-  std::vector<std::unique_ptr<ModelInstance>> instances_;
-  std::vector<std::unique_ptr<Lane>> lanes_;
+  void Submit(Lane* lane, int id) { SubmitInputs(lane, id, Batch(static_cast<float>(id))); }
 };
 
 TEST_F(MultiplexerCudaTest, CudaLanesDefaultToTwoBatchesInFlight) {

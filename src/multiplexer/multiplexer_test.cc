@@ -9,8 +9,8 @@
 #include <random>
 #include <thread>
 
-#include "backends/builtin/builtin_backend.h"
 #include "device/cpu/cpu_device.h"
+#include "multiplexer/testing/lane_harness.h"
 
 namespace weft {
 namespace {
@@ -35,73 +35,15 @@ std::vector<Tensor> Batch(int items) {
   return {Tensor::FromBytes("INPUT0", DataType::kFp32, {items, 1}, std::move(bytes))};
 }
 
-// Collects batch results in completion order. Thread-safe.
-class Results {
- public:
-  BatchDone Callback(int id) {
-    return [this, id](Result<std::vector<Tensor>> outputs, const BatchTiming& timing) {
-      std::lock_guard lock(mu_);
-      order_.push_back(id);
-      if (outputs.ok() && !outputs->empty() && (*outputs)[0].type() == DataType::kInt64) {
-        auto values = (*outputs)[0].as<int64_t>();
-        counts_[id].assign(values.begin(), values.end());
-      }
-      ok_ = ok_ && outputs.ok();
-      timings_[id] = timing;
-      cv_.notify_all();
-    };
-  }
-  bool WaitFor(size_t n) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(20), [&] { return order_.size() >= n; });
-  }
-  std::vector<int> order() {
-    std::lock_guard lock(mu_);
-    return order_;
-  }
-  std::vector<int64_t> counts(int id) {
-    std::lock_guard lock(mu_);
-    return counts_[id];
-  }
-  BatchTiming timing(int id) {
-    std::lock_guard lock(mu_);
-    return timings_[id];
-  }
-  bool ok() {
-    std::lock_guard lock(mu_);
-    return ok_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<int> order_;                      // guarded by mu_
-  std::map<int, std::vector<int64_t>> counts_;  // guarded by mu_
-  std::map<int, BatchTiming> timings_;          // guarded by mu_
-  bool ok_ = true;                              // guarded by mu_
-};
-
-class MultiplexerTest : public ::testing::Test {
+class MultiplexerTest : public testing::LaneHarness {
  protected:
   void Start(int workers, MultiplexerOptions options = {}) {
-    device_ = std::move(CreateCpuDevice({.workers = workers}).value());
-    auto mux = Multiplexer::Create(device_.get(), options, &metrics_);
-    ASSERT_TRUE(mux.ok()) << mux.status().ToString();
-    mux_ = std::move(mux).value();
-  }
-  Lane* Add(const ModelConfig& config) {
-    auto backend = MakeBuiltinBackend();
-    auto instance = backend->CreateInstance(config, "", 0);
-    EXPECT_TRUE(instance.ok()) << instance.status().ToString();
-    instances_.push_back(std::move(instance).value());
-    auto lane = mux_->AddInstance(config, 1, instances_.back().get());
-    EXPECT_TRUE(lane.ok()) << lane.status().ToString();
-    lanes_.push_back(std::move(lane).value());
-    return lanes_.back().get();
+    auto device = CreateCpuDevice({.workers = workers});
+    ASSERT_TRUE(device.ok()) << device.status().ToString();
+    StartOn(std::move(device).value(), options);
   }
   void Submit(Lane* lane, int id, int items = 1, bool may_run_here = false) {
-    ASSERT_TRUE(lane->AcquireSlot(std::stop_token()));
-    lane->Submit(Batch(items), results_.Callback(id), may_run_here);
+    SubmitInputs(lane, id, Batch(items), may_run_here);
   }
   // Keeps `lanes` submitting one-item batches, a thread each, for `duration`: all of them busy to the end, so
   // that none sees the others' streams go idle.
@@ -116,18 +58,6 @@ class MultiplexerTest : public ::testing::Test {
       });
     }
   }
-  void TearDown() override {
-    lanes_.clear();  // wait for their batches
-    mux_.reset();
-    device_.reset();
-  }
-
-  MetricsRegistry metrics_;
-  Results results_;
-  std::unique_ptr<Device> device_;
-  std::unique_ptr<Multiplexer> mux_;
-  std::vector<std::unique_ptr<ModelInstance>> instances_;
-  std::vector<std::unique_ptr<Lane>> lanes_;
 };
 
 TEST(PriorityClassTest, FollowsTheConfigPriority) {
