@@ -148,6 +148,9 @@ class HttpChannel final : public Channel, public std::enable_shared_from_this<Ht
   }
 
   void Read(const std::shared_ptr<Connection>& connection, uint64_t exchange) {
+    // Beast reads only as much as the buffer has room for: without room, a large answer arrives in pieces of a few
+    // hundred bytes, and the client, not the server, becomes what a benchmark measures.
+    connection->buffer.reserve(64 << 10);
     http::async_read(connection->socket, connection->buffer, *connection->parser,
                      [self = shared_from_this(), connection, exchange](error_code ec, size_t) {
                        if (!self->Current(connection, exchange)) return;

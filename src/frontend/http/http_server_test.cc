@@ -36,6 +36,17 @@ class FakeHandler : public HttpHandler {
       r.body = std::string(request.body->view());
       return responder.Send(std::move(r));
     }
+    if (path == "/mirror") {
+      // The body back as a segment that views it, as the identity model's binary output does.
+      HttpResponse r;
+      r.content_type = "application/octet-stream";
+      const auto* data = request.body->data();
+      size_t anchor = AnchorOf(request);
+      r.headers.emplace_back("X-Anchor-Aligned",
+                             reinterpret_cast<uintptr_t>(data + anchor) % kRequestBodyAlignment == 0 ? "1" : "0");
+      r.segments.push_back({request.body, request.body->bytes()});
+      return responder.Send(std::move(r));
+    }
     if (path == "/later") {
       threads_.emplace_back([responder] {
         std::this_thread::sleep_for(20ms);
@@ -65,6 +76,11 @@ class FakeHandler : public HttpHandler {
     HttpResponse r;
     r.status = 404;
     responder.Send(std::move(r));
+  }
+
+  static size_t AnchorOf(const HttpRequest& request) {
+    std::string offset_header(request.header("Inference-Header-Content-Length"));
+    return offset_header.empty() ? 0 : std::stoul(offset_header);
   }
 
   // Waits until `n` requests are held; returns the cancel token of the last.
@@ -366,6 +382,116 @@ TEST_F(HttpServerTest, StartFailsOnABadAddressOrABusyPort) {
   busy.port = server_->port();
   HttpServer second(busy, &handler_);
   EXPECT_EQ(second.Start().code(), StatusCode::kUnavailable);
+}
+
+// Bytes that differ from position to position, so that a shifted or repeated piece does not compare equal.
+std::string PatternBytes(size_t n) {
+  std::string s(n, '\0');
+  uint32_t x = 12345;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 1103515245 + 12345;
+    s[i] = static_cast<char>(x >> 24);
+  }
+  return s;
+}
+
+std::string PostHead(size_t content_length, std::string_view extra = "") {
+  return "POST /mirror HTTP/1.1\r\nHost: x\r\n" + std::string(extra) +
+         "Content-Length: " + std::to_string(content_length) + "\r\n\r\n";
+}
+
+TEST_F(HttpServerTest, LargeBodyRoundTripsByteExactWithItsBinaryOffsetAligned) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  for (size_t anchor : {size_t{0}, size_t{100}, size_t{4093}}) {
+    std::string body = PatternBytes((size_t{8} << 20) + 7);
+    TestResponse r = client.Post("/mirror", body, {{"Inference-Header-Content-Length", std::to_string(anchor)}});
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.header("X-Anchor-Aligned"), "1") << anchor;
+    ASSERT_EQ(r.body.size(), body.size());
+    EXPECT_TRUE(r.body == body) << "the body came back changed";
+    EXPECT_TRUE(r.keep_alive);
+  }
+}
+
+TEST_F(HttpServerTest, BodyArrivingInPiecesIsAssembledAndAPipelinedRequestAfterItIsServed) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  std::string body = PatternBytes(3 << 20);
+  std::string next = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nnext";
+  // The header with the first bytes, pieces with pauses between them, then the last piece and the next request
+  // in one write.
+  ASSERT_EQ(client.WriteRaw(PostHead(body.size()) + body.substr(0, 1000)), "");
+  size_t at = 1000;
+  for (size_t piece : {size_t{1}, size_t{65536}, size_t{1} << 20}) {
+    std::this_thread::sleep_for(20ms);
+    ASSERT_EQ(client.WriteRaw(std::string_view(body).substr(at, piece)), "");
+    at += piece;
+  }
+  ASSERT_EQ(client.WriteRaw(body.substr(at) + next), "");
+  TestResponse first = client.ReadResponse();
+  ASSERT_TRUE(first.ok()) << first.error;
+  EXPECT_EQ(first.status, 200u);
+  EXPECT_TRUE(first.body == body) << "the body came back changed";
+  TestResponse second = client.ReadResponse();
+  ASSERT_TRUE(second.ok()) << second.error;
+  EXPECT_EQ(second.body, "next");
+}
+
+TEST_F(HttpServerTest, BodyExactlyAtTheLimitIsServedAndOneByteOverGets413) {
+  HttpServer::Options options;
+  options.max_body_bytes = size_t{1} << 20;
+  StartServer(options);
+  std::string at_limit = PatternBytes(options.max_body_bytes);
+  {
+    HttpTestClient client(server_->port());
+    TestResponse r = client.Post("/mirror", at_limit);
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_TRUE(r.body == at_limit);
+    EXPECT_TRUE(r.keep_alive);
+    // The connection goes on serving.
+    TestResponse again = client.Post("/echo", "again");
+    ASSERT_TRUE(again.ok()) << again.error;
+    EXPECT_EQ(again.body, "again");
+  }
+  {
+    HttpTestClient client(server_->port());
+    ASSERT_EQ(client.WriteRaw(PostHead(at_limit.size() + 1) + at_limit + "x"), "");
+    TestResponse r = client.ReadResponse();
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.status, 413u);
+    EXPECT_FALSE(r.keep_alive);
+    EXPECT_TRUE(client.WaitForClose());
+  }
+  ExpectHealthy();
+}
+
+TEST_F(HttpServerTest, ClientLeavingMidLargeBodyLeavesTheServerServing) {
+  StartServer();
+  std::string part = PatternBytes(1 << 20);
+  for (int i = 0; i < 3; ++i) {
+    HttpTestClient client(server_->port());
+    ASSERT_EQ(client.WriteRaw(PostHead(size_t{4} << 20) + part), "");
+    std::this_thread::sleep_for(10ms);  // the server is reading the body in place when the client goes
+    client.Close();
+  }
+  ExpectHealthy();
+  std::string body = PatternBytes(size_t{2} << 20);
+  TestResponse r = testing::FetchOnce(server_->port(), http::verb::post, "/mirror", body);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_TRUE(r.body == body);
+}
+
+TEST_F(HttpServerTest, BodyThatStallsTimesOut) {
+  HttpServer::Options options;
+  options.io_timeout = 200ms;
+  StartServer(options);
+  HttpTestClient client(server_->port(), 5s);
+  ASSERT_EQ(client.WriteRaw(PostHead(100000) + std::string(5000, 's')), "");
+  EXPECT_TRUE(client.WaitForClose());
+  ExpectHealthy();
 }
 
 TEST(RequestBodyTest, GrowsKeepsAnchorAlignedAndPadded) {
