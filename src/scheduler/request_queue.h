@@ -55,6 +55,7 @@ struct QueueEntry {
   std::string batch_key;  // see QueuedRequest::batch_key
   std::string source;     // latest frame wins; empty = none
   ByteReservation bytes;  // given back when the request leaves the queue
+  uint64_t order = 0;     // preserve_ordering: its place in admission order, from 1; 0 = answered as it comes
   std::unique_ptr<CancelRegistration> cancel_registration;
 };
 

@@ -21,7 +21,8 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
       instance_count_(instances.size()),
       queue_options_(QueueOptions::FromConfig(config_, options_.max_queue)),
       metrics_(metrics, config_.name, options_.version, static_cast<uint32_t>(queue_options_.levels.size())),
-      queue_(queue_options_) {
+      queue_(queue_options_),
+      preserve_ordering_(config_.dynamic_batching && config_.dynamic_batching->preserve_ordering) {
   std::vector<InstanceExecutor*> executors = options_.executors;
   if (executors.empty()) {
     for (ModelInstance* instance : instances) {
@@ -60,6 +61,18 @@ Scheduler::~Scheduler() {
     cancelled.swap(cancelled_);
   }
   for (auto& e : cancelled) Answer(*e, Cancelled("the client went away while the request was queued"));
+  // Every admitted request has been answered, so nothing can be held. Were one missing, the ones held behind it
+  // would wait for ever: answer them anyway, and say so.
+  std::map<uint64_t, HeldAnswer> stranded;
+  {
+    std::lock_guard lock(order_mu_);
+    stranded.swap(held_);
+  }
+  if (!stranded.empty()) {
+    WEFT_LOG(Error) << "model '" << config_.name << "': " << stranded.size()
+                    << " answers held for preserve_ordering behind one that never came";
+  }
+  for (auto& [order, h] : stranded) Complete(metrics_, *h.request, h.on_done, std::move(h.result));
 }
 
 void Scheduler::Submit(Work work) {
@@ -137,6 +150,7 @@ Status Scheduler::AdmitLocked(std::unique_ptr<QueueEntry>& entry, SteadyTime now
     timer_dirty_ = true;
     *wake_timer = true;
   }
+  if (preserve_ordering_) entry->order = next_order_++;
   queue_.Push(std::move(entry));
   QueueChangedLocked();
   return Status::Ok();
@@ -360,7 +374,39 @@ void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, 
 }
 
 void Scheduler::Answer(QueueEntry& entry, Result<InferenceResponse> result) {
-  Complete(metrics_, *entry.request, entry.on_done, std::move(result));
+  if (entry.order == 0) {
+    Complete(metrics_, *entry.request, entry.on_done, std::move(result));
+    return;
+  }
+  {
+    std::lock_guard lock(order_mu_);
+    held_.emplace(entry.order, HeldAnswer{std::move(entry.request), std::move(entry.on_done), std::move(result)});
+  }
+  ReleaseHeldAnswers();
+}
+
+void Scheduler::ReleaseHeldAnswers() {
+  {
+    std::lock_guard lock(order_mu_);
+    // The thread already releasing answers this one too, in order; a second would race it to the callbacks.
+    if (releasing_) return;
+    releasing_ = true;
+  }
+  for (;;) {
+    std::vector<HeldAnswer> next;
+    {
+      std::lock_guard lock(order_mu_);
+      for (auto it = held_.begin(); it != held_.end() && it->first == next_release_; it = held_.erase(it)) {
+        next.push_back(std::move(it->second));
+        ++next_release_;
+      }
+      if (next.empty()) {
+        releasing_ = false;
+        return;
+      }
+    }
+    for (HeldAnswer& h : next) Complete(metrics_, *h.request, h.on_done, std::move(h.result));
+  }
 }
 
 }  // namespace weft

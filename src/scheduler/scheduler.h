@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -91,7 +92,10 @@ class Scheduler {
   // On the executor's completion: metrics, outputs split back, answers.
   void Finish(InFlight& batch, Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing);
   void AnswerExpired(Entries& expired, SteadyTime now);
+  // Answers `entry` (with preserve_ordering, once every request admitted before it has been answered).
   void Answer(QueueEntry& entry, Result<InferenceResponse> result);
+  // preserve_ordering: answers, in admission order, whatever is held and next in line; one thread at a time.
+  void ReleaseHeldAnswers();
   void QueueChangedLocked();
 
   // Constant after construction.
@@ -115,6 +119,20 @@ class Scheduler {
   Entries cancelled_;                          // guarded by mu_; left the queue, to be answered by the timer
   size_t inflight_ = 0;                        // guarded by mu_; submitted executions not yet answered
   std::condition_variable_any inflight_done_;  // the destructor waits here for inflight_ == 0
+
+  // dynamic_batching { preserve_ordering: true }: answers leave in the order their requests were admitted, an
+  // answer that is ready early waiting for the ones before it.
+  const bool preserve_ordering_;
+  uint64_t next_order_ = 1;  // guarded by mu_: the order of the next admitted request
+  struct HeldAnswer {
+    std::unique_ptr<InferenceRequest> request;
+    InferenceCallback on_done;
+    Result<InferenceResponse> result;
+  };
+  std::mutex order_mu_;
+  std::map<uint64_t, HeldAnswer> held_;  // guarded by order_mu_: ready answers by order
+  uint64_t next_release_ = 1;            // guarded by order_mu_: the order answered next
+  bool releasing_ = false;               // guarded by order_mu_: a thread is answering from held_
 
   std::vector<std::unique_ptr<InlineExecutor>> inline_executors_;  // when options_.executors is empty
 

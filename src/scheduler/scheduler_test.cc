@@ -377,6 +377,75 @@ TEST_F(SchedulerTest, InstancesRunInParallelButEachRunsOneAtATime) {
   EXPECT_EQ(instances_[0]->log().size() + instances_[1]->log().size(), 6u);
 }
 
+// Two instances, the first request held at its instance's gate while the second one's finishes: with
+// preserve_ordering the second answer waits for the first; without, it leaves at once.
+class PreserveOrderingTest : public SchedulerTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PreserveOrderingTest, AnswersLeaveInAdmissionOrderOnlyWhenAsked) {
+  const bool ordered = GetParam();
+  ModelConfig config = FakeConfig(8, DynamicBatchingConfig{});
+  config.dynamic_batching->preserve_ordering = ordered;
+  config.instance_groups = {{.count = 2}};
+  Gate other;
+  instances_.push_back(std::make_unique<FakeInstance>(&gate_));
+  instances_.push_back(std::make_unique<FakeInstance>(&other));
+  scheduler_ =
+      std::make_unique<Scheduler>(config, std::vector<ModelInstance*>{instances_[0].get(), instances_[1].get()},
+                                  Scheduler::Options{.version = 1}, &metrics_);
+  Submit("first", {1});
+  for (int i = 0; i < 2000 && instances_[0]->started() + instances_[1]->started() == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_EQ(instances_[0]->started() + instances_[1]->started(), 1);
+  const bool first_on_0 = instances_[0]->started() == 1;
+  Submit("second", {2});
+  ASSERT_TRUE(instances_[first_on_0 ? 1 : 0]->WaitForStarted(1));
+  // The second request's instance finishes; the first's stays at its gate.
+  (first_on_0 ? other : gate_).Open();
+  if (ordered) {
+    std::this_thread::sleep_for(milliseconds(100));
+    EXPECT_FALSE(answers_.Has("second")) << "answered before the request admitted ahead of it";
+  } else {
+    EXPECT_EQ(Code("second"), StatusCode::kOk);
+  }
+  (first_on_0 ? gate_ : other).Open();
+  EXPECT_EQ(Output("first"), std::vector<float>{2});
+  EXPECT_EQ(Output("second"), std::vector<float>{4});
+  EXPECT_EQ(answers_.Order(),
+            ordered ? (std::vector<std::string>{"first", "second"}) : (std::vector<std::string>{"second", "first"}));
+  scheduler_.reset();  // before `other`
+}
+
+INSTANTIATE_TEST_SUITE_P(OnAndOff, PreserveOrderingTest, ::testing::Bool());
+
+// With preserve_ordering, every way a request can end (a result, an expiry, a cancel, a shutdown) still answers
+// each one exactly once, in admission order.
+TEST_F(SchedulerTest, PreserveOrderingKeepsEveryOutcomeInOrder) {
+  DynamicBatchingConfig batching;
+  batching.preserve_ordering = true;
+  batching.default_queue_policy.allow_timeout_override = true;
+  ModelConfig config = FakeConfig(2, batching);
+  Start(config, /*gated=*/true);
+  Hold();  // "holder" runs and waits at the gate
+  std::vector<std::string> ids = {"holder"};
+  for (int i = 0; i < 6; ++i) {
+    const std::string id = "r" + std::to_string(i);
+    ids.push_back(id);
+    auto token = Submit(id, {float(i)}, {}, [i](InferenceRequest& r) {
+      if (i == 2) r.deadline = Clock::now() + milliseconds(20);  // expires in the queue
+    });
+    if (i == 4) token->Cancel();
+  }
+  std::this_thread::sleep_for(milliseconds(60));  // r2 expires and r4 leaves the queue, but "holder" runs still
+  EXPECT_FALSE(answers_.Has("r2"));
+  EXPECT_FALSE(answers_.Has("r4"));
+  gate_.Open();
+  for (const std::string& id : ids) EXPECT_NE(answers_.Wait(id).status().message(), "no answer for " + id);
+  EXPECT_EQ(answers_.Order(), ids);
+  EXPECT_EQ(Code("r2"), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(Code("r4"), StatusCode::kCancelled);
+}
+
 // Many threads submit, cancel and time out requests against three instances; every request must be answered
 // exactly once, no instance may run two executions at once, and the counters must add up.
 TEST_F(SchedulerTest, StressEveryRequestIsAnsweredOnce) {
