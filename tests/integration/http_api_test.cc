@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kserve_test_util.h"
+#include "shared_server_test.h"
 #include "test_server.h"
 
 namespace weft::testing {
@@ -30,21 +31,17 @@ std::string IdentityAllConfig() {
          outputs + "]\nparameters { key: \"builtin\" value: { string_value: \"identity\" } }\n";
 }
 
-class HttpApiTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class HttpApiTest : public SharedServerTest<HttpApiTest> {
+ public:
+  static TestServerOptions ServerOptions() {
     TestServerOptions options;
     options.extra_configs["identity_all"] = IdentityAllConfig();
-    auto started = TestServer::Start(options);
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
-    server_ = std::move(started).value().release();
+    return options;
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
+
+ protected:
   void SetUp() override {
-    ASSERT_NE(server_, nullptr);
+    SharedServerTest::SetUp();
     client_ = std::make_unique<HttpTestClient>(server_->port());
     ASSERT_EQ(client_->connect_error(), "");
   }
@@ -57,11 +54,8 @@ class HttpApiTest : public ::testing::Test {
     if (!server_->ModelReady(model)) GTEST_SKIP() << "model '" << model << "' did not load in this build";
   }
 
-  static TestServer* server_;
   std::unique_ptr<HttpTestClient> client_;
 };
-
-TestServer* HttpApiTest::server_ = nullptr;
 
 void ExpectError(const TestResponse& r, unsigned status, std::string_view needle) {
   ASSERT_TRUE(r.ok()) << r.error;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "kserve_test_util.h"
+#include "shared_server_test.h"
 #include "test_server.h"
 
 namespace weft::testing {
@@ -17,22 +18,16 @@ using namespace std::chrono_literals;
 
 constexpr size_t kMaxBody = 1 << 20;
 
-class HttpBadInputTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class HttpBadInputTest : public SharedServerTest<HttpBadInputTest> {
+ public:
+  static TestServerOptions ServerOptions() {
     TestServerOptions options;
     options.example_models = {"add_sub", "identity", "identity_bytes"};
     options.max_body_bytes = kMaxBody;
-    auto started = TestServer::Start(options);
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
-    server_ = std::move(started).value().release();
+    return options;
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(server_, nullptr); }
 
+ protected:
   uint16_t port() const { return server_->port(); }
 
   // add_sub on inputs 0..15 and 1: checks the numbers, not just the status.
@@ -62,11 +57,7 @@ class HttpBadInputTest : public ::testing::Test {
   }
   // The server answers a good request on a new connection.
   void ExpectHealthy() { ExpectGood(FetchOnce(port(), http::verb::post, "/v2/models/add_sub/infer", GoodBody())); }
-
-  static TestServer* server_;
 };
-
-TestServer* HttpBadInputTest::server_ = nullptr;
 
 std::string RawRequest(std::string_view target, std::string_view body, size_t content_length,
                        std::string_view extra_headers = {}) {

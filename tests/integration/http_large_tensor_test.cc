@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kserve_test_util.h"
+#include "shared_server_test.h"
 #include "test_server.h"
 
 namespace weft::testing {
@@ -35,26 +36,15 @@ BinaryBody IdentityRequest(const std::string& data, size_t padding) {
   return MakeBinaryBody(json, {data});
 }
 
-class LargeTensorTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class LargeTensorTest : public SharedServerTest<LargeTensorTest> {
+ public:
+  static TestServerOptions ServerOptions() {
     TestServerOptions options;
     options.example_models = {"identity"};
     options.max_body_bytes = kLimit;
-    auto started = TestServer::Start(options);
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
-    server_ = std::move(started).value().release();
+    return options;
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(server_, nullptr); }
-
-  static TestServer* server_;
 };
-
-TestServer* LargeTensorTest::server_ = nullptr;
 
 TEST_F(LargeTensorTest, SixteenMegabytesRoundTripByteExact) {
   HttpTestClient client(server_->port());
