@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything weft needs to build, test and serve on Debian 12. Idempotent; run as root.
+# clang-16 is for the fuzz targets only (tools/fuzz.sh): libclang-rt-16-dev holds its libFuzzer and sanitizer
+# runtimes (only recommended by clang-16, so named here), llvm-16 the llvm-symbolizer of its stack traces.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 PACKAGES=(
@@ -8,6 +10,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libtorch-dev libopencv-dnn-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang-16 libfuzzer-16-dev libclang-rt-16-dev llvm-16
   python3-torch python3-numpy python3-grpcio python3-grpc-tools
   curl wrk
 )

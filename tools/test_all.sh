@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The CI check: formatting, then a release build and a sanitized debug build, each running every test.
+# The CI check: formatting, then a release build and a sanitized debug build, each running every test, the
+# ThreadSanitizer build of the threaded core, and a bounded run of every fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -25,4 +26,7 @@ echo "=== test tsan ($(($(date +%s) - start)) s)"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build/tsan --output-on-failure -j2 --timeout 600 \
   -R '^(scheduler_unit_test|scheduler_test|engine_test|http_server_test|device_test|device_cpu_test|multiplexer_test)$'
+# libFuzzer targets (clang, ASan + UBSan) over their seeds and regressions for FUZZ_SECONDS each (docs/fuzzing.md).
+echo "=== fuzz ($(($(date +%s) - start)) s)"
+bash tools/fuzz.sh
 echo "=== done in $(($(date +%s) - start)) s"

@@ -6,6 +6,7 @@
 
 #include "app/serve.h"
 #include "base/log.h"
+#include "frontend/shm/guarded_mapping.h"
 #include "loadgen/bench.h"
 
 namespace {
@@ -172,6 +173,12 @@ int main(int argc, char** argv) {
   serve_cmd->add_flag("--allow-shared-memory", serve.allow_shared_memory,
                       "Let clients register POSIX shared memory regions and pass tensors through them (HTTP and "
                       "gRPC system shared memory extension)");
+  serve_cmd
+      ->add_option("--max-shared-memory-regions", serve.max_shared_memory_regions,
+                   "Shared memory regions registered at once (each holds a descriptor and a mapping); more get "
+                   "RESOURCE_EXHAUSTED / 429")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, weft::GuardedMapping::kMaxMappings));
   serve_cmd->add_option("--http-threads", serve.http_threads, "I/O threads of the HTTP server")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
@@ -180,9 +187,22 @@ int main(int argc, char** argv) {
                    "Largest accepted HTTP request body (larger bodies get 413) and gRPC message (RESOURCE_EXHAUSTED)")
       ->capture_default_str();
   serve_cmd
-      ->add_option("--max-queue-per-model", serve.max_queue_per_model,
-                   "Requests queued per model version before new ones get 429 (0 = unbounded)")
-      ->capture_default_str();
+      ->add_option_function<std::string>(
+          "--max-queue-per-model",
+          [&serve](const std::string& value) {
+            serve.max_queue_per_model = value == "auto" ? static_cast<size_t>(-1) : std::stoull(value);
+          },
+          "Requests queued per model version before new ones get 429: a number (0 = unbounded), or auto: 16 full "
+          "batches per instance, at least 64, for a model whose config sets no max_queue_size")
+      ->default_str("auto")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            if (value == "auto") return "";
+            bool digits = !value.empty() && value.size() <= 19;
+            for (char c : value) digits = digits && c >= '0' && c <= '9';
+            return digits ? "" : "must be auto or a non-negative integer";
+          },
+          "auto|N"));
   serve_cmd
       ->add_option("--max-queued-bytes", serve.max_queued_bytes,
                    "Input bytes held by queued requests over all models before new ones get 429 (0 = unbounded)")
@@ -226,6 +246,30 @@ int main(int argc, char** argv) {
                    "workers - 1; CUDA: none); 0 = no bound")
       ->capture_default_str()
       ->check(CLI::Range(-1, 1'000'000));
+  // Limits and shutdown (README "Limits and shutdown").
+  serve_cmd
+      ->add_option("--max-connections", serve.max_connections,
+                   "HTTP connections open at once; a new one past it is accepted and closed at once (0 = the "
+                   "descriptor limit less a quarter of it, at most 256)")
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--max-unsent-response-bytes", serve.max_unsent_response_bytes,
+                   "Bytes of HTTP responses being written over all connections; an answer that would go past it "
+                   "gets 429 (0 = no bound)")
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--drain-delay-secs", serve.drain_delay_secs,
+                   "After SIGTERM/SIGINT: seconds of serving as usual with readiness false, before no new "
+                   "connections are accepted")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400));
+  serve_cmd
+      ->add_option("--exit-timeout-secs", serve.exit_timeout_secs,
+                   "Seconds from SIGTERM/SIGINT to exit, the drain delay included: requests still unanswered then "
+                   "get an error (HTTP 503, gRPC CANCELLED) and the process exits even if an execution has not "
+                   "returned. A second signal exits at once")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400));
   std::string log_level = "info";
   serve_cmd->add_option("--log-level", log_level, "debug, info, warning or error")
       ->capture_default_str()

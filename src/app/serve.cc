@@ -1,9 +1,16 @@
 #include "app/serve.h"
 
 #include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "backends/backends.h"
@@ -46,6 +53,71 @@ MultiplexerOptions MultiplexerOptionsFor(const ServeOptions& options, const Devi
   return m;
 }
 
+// Past the exit timeout, how long the shutdown may still take (the HTTP servers' last error answers being
+// written) before the process exits without waiting.
+constexpr auto kExitSlack = HttpServer::kFinalAnswerGrace + std::chrono::seconds(1);
+// How often the main thread looks whether the shutdown has finished while it waits for a second signal.
+constexpr auto kShutdownPoll = std::chrono::milliseconds(20);
+
+// Raises the soft limit on open descriptors to the hard one: every connection takes a descriptor, and a soft
+// limit of 1024 (a common default) is reached by a thousand idle clients. Returns the limit in effect; logs once.
+rlim_t RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    WEFT_LOG(Warning) << "cannot read the descriptor limit (RLIMIT_NOFILE); assuming 1024";
+    return 1024;
+  }
+  const rlim_t before = limit.rlim_cur;
+  rlim_t target = limit.rlim_max;
+  if (target == RLIM_INFINITY) {
+    // Linux refuses an infinite descriptor limit; fs.nr_open is the most it takes.
+    rlim_t nr_open = 1 << 20;
+    std::ifstream("/proc/sys/fs/nr_open") >> nr_open;
+    target = nr_open;
+  }
+  if (target > before) {
+    limit.rlim_cur = target;
+    if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+      WEFT_LOG(Info) << "descriptor limit (RLIMIT_NOFILE) raised from " << before << " to " << target;
+      return target;
+    }
+    WEFT_LOG(Warning) << "cannot raise the descriptor limit from " << before << " to " << target << ": "
+                      << std::strerror(errno);
+    return before;
+  }
+  WEFT_LOG(Info) << "descriptor limit (RLIMIT_NOFILE): " << before << " (the hard limit)";
+  return before;
+}
+
+// --max-connections 0: the descriptor limit less what the rest of the process needs (gRPC's connections, the
+// metrics port, the device's eventfds, model files): a quarter of the limit, at most 256.
+size_t DerivedConnectionLimit(rlim_t descriptors) {
+  size_t limit = static_cast<size_t>(std::min<rlim_t>(descriptors, rlim_t{1} << 40));
+  return std::max<size_t>(1, limit - std::min<size_t>(256, limit / 4));
+}
+
+// Waits for a stop signal until `until`; returns it, or 0 once `until` has passed or `done` is set.
+int WaitForSignal(const sigset_t& signals, SteadyTime until, const std::atomic<bool>* done = nullptr) {
+  for (;;) {
+    if (done && done->load()) return 0;
+    auto left = until - std::chrono::steady_clock::now();
+    if (left <= SteadyTime::duration::zero()) return 0;
+    if (done) left = std::min<SteadyTime::duration>(left, kShutdownPoll);
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec wait{.tv_sec = static_cast<time_t>(ns / 1'000'000'000), .tv_nsec = static_cast<long>(ns % 1'000'000'000)};
+    int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig > 0) return sig;
+  }
+}
+
+// Exits without running destructors: the engine's would wait for executions that may never return. Safe here:
+// the kernel closes the sockets (what was written is still delivered) and frees memory, mappings and the GPU's
+// memory; weft writes no file that needs a destructor, and stderr is flushed first.
+[[noreturn]] void ExitNow(int code) {
+  std::fflush(nullptr);
+  ::_exit(code);
+}
+
 }  // namespace
 
 int RunServe(const ServeOptions& options) {
@@ -58,6 +130,16 @@ int RunServe(const ServeOptions& options) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  const rlim_t descriptors = RaiseDescriptorLimit();
+  const size_t max_connections =
+      options.max_connections > 0 ? options.max_connections : DerivedConnectionLimit(descriptors);
+  const auto exit_timeout = std::chrono::seconds(std::max(0, options.exit_timeout_secs));
+  const auto drain_delay =
+      std::min<std::chrono::seconds>(std::chrono::seconds(std::max(0, options.drain_delay_secs)), exit_timeout);
+  if (options.drain_delay_secs > options.exit_timeout_secs) {
+    WEFT_LOG(Warning) << "--drain-delay-secs " << options.drain_delay_secs << " is longer than --exit-timeout-secs "
+                      << options.exit_timeout_secs << ": the drain delay is cut to the exit timeout";
+  }
 
   BackendRegistry backends;
   RegisterAvailableBackends(&backends);
@@ -85,30 +167,38 @@ int RunServe(const ServeOptions& options) {
   }
   WEFT_LOG(Info) << "device: " << (*device)->Describe();
   MetricsRegistry metrics;  // the device outlives the engine: declared before it
-  Engine engine(std::move(models).value(),
-                {.max_queue_per_model = options.max_queue_per_model,
-                 .max_queued_bytes = options.max_queued_bytes,
-                 .device = device->get(),
-                 .multiplexer = MultiplexerOptionsFor(options, **device)},
-                &metrics);
+  // Destroyed by the shutdown thread, which the main thread does not wait for past the exit timeout.
+  auto engine = std::make_unique<Engine>(std::move(models).value(),
+                                         Engine::Options{.max_queue_per_model = options.max_queue_per_model,
+                                                         .max_queued_bytes = options.max_queued_bytes,
+                                                         .device = device->get(),
+                                                         .multiplexer = MultiplexerOptionsFor(options, **device)},
+                                         &metrics);
   // Null when the extension is off. A request's shared memory tensors keep their mappings alive, so the registry
   // may go before the engine.
   std::unique_ptr<SharedMemoryRegistry> shared_memory;
-  if (options.allow_shared_memory) shared_memory = std::make_unique<SharedMemoryRegistry>();
-  InferenceService inference(&engine, &metrics, {.shared_memory = shared_memory.get()});
+  if (options.allow_shared_memory) {
+    shared_memory = std::make_unique<SharedMemoryRegistry>(
+        SharedMemoryRegistry::Options{.max_regions = options.max_shared_memory_regions});
+  }
+  InferenceService inference(engine.get(), &metrics, {.shared_memory = shared_memory.get()});
   MetricsService metrics_service(&metrics);
   GrpcServer grpc({.address = options.http_address,
                    .port = options.grpc_port,
                    .max_message_bytes = static_cast<int64_t>(options.max_request_body_bytes)},
-                  &engine, &metrics, shared_memory.get());
+                  engine.get(), &metrics, shared_memory.get());
 
   HttpServer http({.address = options.http_address,
                    .port = options.http_port,
                    .io_threads = options.http_threads,
-                   .max_body_bytes = options.max_request_body_bytes},
+                   .max_body_bytes = options.max_request_body_bytes,
+                   .max_connections = max_connections,
+                   .max_unsent_response_bytes = options.max_unsent_response_bytes},
                   &inference);
-  HttpServer metrics_http({.address = options.http_address, .port = options.metrics_port, .io_threads = 1},
-                          &metrics_service);
+  // Scrapes are few and small: a fixed limit keeps the descriptors for the inference port.
+  HttpServer metrics_http(
+      {.address = options.http_address, .port = options.metrics_port, .io_threads = 1, .max_connections = 64},
+      &metrics_service);
   if (Status s = http.Start(); !s.ok()) {
     WEFT_LOG(Error) << "HTTP server: " << s.message();
     return 1;
@@ -124,16 +214,54 @@ int RunServe(const ServeOptions& options) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   WEFT_LOG(Info) << "serving HTTP on " << options.http_address << ":" << http.port() << ", gRPC on port " << grpc.port()
                  << ", metrics on port " << metrics_http.port() << "; ready in " << ms << " ms"
-                 << (engine.Ready() ? "" : " (some models are unavailable)")
-                 << (shared_memory ? "; system shared memory is on" : "");
+                 << (engine->Ready() ? "" : " (some models are unavailable)")
+                 << (shared_memory ? "; system shared memory is on" : "") << "; at most " << max_connections
+                 << " HTTP connections";
 
+  // The shutdown, as Kubernetes expects it: readiness false at once, the drain delay while load balancers take
+  // the server out, then no new connections and the requests on the wire answered, all within the exit timeout.
+  // The main thread keeps watching for a second signal (exit at once) and for the exit timeout (exit even if an
+  // execution never returns); the shutdown thread does the waiting on the frontends and the engine.
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  WEFT_LOG(Info) << "signal " << sig << ": stopping";
-  http.Stop();  // no new requests; in-flight answers are written before the I/O threads end
-  grpc.Stop();  // the same for gRPC calls; streams still open after its drain timeout are cancelled
-  metrics_http.Stop();
-  return 0;  // the engine answers what is still queued as it is destroyed
+  const SteadyTime signalled = std::chrono::steady_clock::now();
+  const SteadyTime deadline = signalled + exit_timeout;
+  WEFT_LOG(Info) << "signal " << sig << ": readiness is false; "
+                 << (drain_delay.count() > 0 ? "serving " + std::to_string(drain_delay.count()) + " s more, then " : "")
+                 << "answering the requests on the wire, for at most " << exit_timeout.count()
+                 << " s in all (a second signal exits at once)";
+  inference.BeginDraining();
+  grpc.BeginDraining();
+  if (int again = WaitForSignal(stop_signals, signalled + drain_delay); again != 0) {
+    WEFT_LOG(Warning) << "signal " << again << " again: exiting at once";
+    ExitNow(128 + again);
+  }
+  if (drain_delay.count() > 0) {
+    WEFT_LOG(Info) << "no new connections; answering the requests on the wire";
+  }
+  std::atomic<bool> done{false};
+  std::jthread stopper([&] {
+    http.BeginShutdown(deadline);
+    metrics_http.BeginShutdown(deadline);
+    grpc.Stop(deadline);  // returns once every call is done, so it waits on executions that never return
+    http.Stop();
+    metrics_http.Stop();
+    engine.reset();  // answers what is still queued; waits for executions in flight
+    done = true;
+  });
+  if (int again = WaitForSignal(stop_signals, deadline + kExitSlack, &done); again != 0) {
+    WEFT_LOG(Warning) << "signal " << again << " again: exiting at once";
+    ExitNow(128 + again);
+  }
+  if (!done) {
+    WEFT_LOG(Error) << "the exit timeout (" << exit_timeout.count()
+                    << " s) has passed with work still running (an execution that does not return?): exiting "
+                       "without waiting for it";
+    ExitNow(1);
+  }
+  stopper.join();
+  WEFT_LOG(Info) << "stopped";
+  return 0;
 }
 
 }  // namespace weft

@@ -14,11 +14,15 @@ struct ServeOptions {
   uint16_t metrics_port = 8002;
   int http_threads = 2;
   size_t max_request_body_bytes = 64ull << 20;
-  size_t max_queue_per_model = 0;
+  // Requests queued per model version; 0 = unbounded; the default (Engine::Options::kDefaultQueueBound) is 16
+  // full batches per instance, at least 64, for models whose config bounds no queue (README, "Limits").
+  size_t max_queue_per_model = static_cast<size_t>(-1);
   size_t max_queued_bytes = 1ull << 30;
   // The system shared memory extension over HTTP and gRPC: clients may register POSIX shared memory objects and
   // name them in requests. Off by default: a region is memory that another process can rewrite at any time.
   bool allow_shared_memory = false;
+  // Regions registered at once over both protocols; each holds a descriptor and a mapping.
+  size_t max_shared_memory_regions = 1024;
   // Where batches run (docs/architecture.md, "Device layer"): "auto" (CUDA when a GPU is found, else the CPU
   // device, with a log line), "cpu" or "cuda".
   std::string device = "auto";
@@ -32,10 +36,28 @@ struct ServeOptions {
   // Best-effort batches in flight over the device; -1 = the device's default (CPU: workers - 1, so that urgent work
   // always finds a free worker; CUDA: no bound); 0 = no bound.
   int best_effort_budget = -1;
+
+  // Limits and shutdown (README "Limits and shutdown"; docs/architecture.md "Edges: connections, descriptors,
+  // shutdown").
+  // HTTP connections open at once on the inference port; a new one past it is accepted and closed at once.
+  // 0 = derived from the descriptor limit: the limit less a quarter of it, at most 256, which stay for gRPC, the
+  // metrics port and the rest of the process.
+  size_t max_connections = 0;
+  // Bytes of HTTP responses being written, over all connections; an answer that would go past it gets 429.
+  // 0 = no bound.
+  size_t max_unsent_response_bytes = 1ull << 30;
+  // After SIGTERM or SIGINT: seconds of serving as usual with readiness false, so that load balancers take the
+  // server out before it stops accepting.
+  int drain_delay_secs = 0;
+  // Seconds from the signal to exit, the drain delay included: requests still unanswered then get an error, and
+  // the process exits even if an execution has not returned (Triton's --exit-timeout-secs).
+  int exit_timeout_secs = 30;
 };
 
-// Loads the repository, serves until SIGINT or SIGTERM, then drains and stops. Returns the process exit code:
-// 0 after a clean stop, 1 when the repository cannot be read, the device cannot be opened or a port cannot be bound.
+// Loads the repository, serves until SIGINT or SIGTERM, then drains and stops (docs/architecture.md, "Edges").
+// Returns the process exit code: 0 after a stop within the exit timeout, 1 when the repository cannot be read, the
+// device cannot be opened or a port cannot be bound. Does not return when the stop outlasts the exit timeout
+// (exit status 1) or a second signal comes (exit status 128 + the signal).
 // The startup log line names the bound ports ("serving HTTP on ...:P, gRPC on port G, metrics on port M"), so that
 // a caller that asked for port 0 learns which one it got.
 int RunServe(const ServeOptions& options);

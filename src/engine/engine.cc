@@ -115,12 +115,13 @@ Engine::Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry*
         entry.failed_versions.emplace_back(version->version, lanes);
         continue;
       }
-      ready.push_back(version);
       std::vector<InstanceExecutor*> raw_executors;
       for (auto& e : executors) raw_executors.push_back(e.get());
       Scheduler::Options scheduler_options{
           .version = version->version,
-          .max_queue = options.max_queue_per_model,
+          .max_queue = options.max_queue_per_model != Options::kDefaultQueueBound ? options.max_queue_per_model
+                       : ConfigBoundsQueue(version->config)                       ? 0
+                                                                                  : DefaultQueueBound(version->config),
           .byte_budget = impl_->byte_budget.get(),
           .finish_outputs =
               [version](const InferenceRequest& request, std::vector<Tensor> outputs, int64_t batch_size) {
@@ -128,9 +129,16 @@ Engine::Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry*
               },
           .executors = std::move(raw_executors),
       };
-      auto scheduler =
-          std::make_unique<Scheduler>(version->config, std::move(instances), std::move(scheduler_options), metrics);
-      slot.versions[version->version] = Impl::VersionSlot{version, std::move(executors), std::move(scheduler)};
+      Result<std::unique_ptr<Scheduler>> scheduler =
+          Scheduler::Create(version->config, std::move(instances), std::move(scheduler_options), metrics);
+      if (!scheduler.ok()) {
+        WEFT_LOG(Error) << "model '" << name << "' version " << version->version << ": "
+                        << scheduler.status().message();
+        entry.failed_versions.emplace_back(version->version, scheduler.status());
+        continue;
+      }
+      ready.push_back(version);
+      slot.versions[version->version] = Impl::VersionSlot{version, std::move(executors), std::move(scheduler).value()};
     }
     if (ready.size() != entry.versions.size()) {
       entry.versions = std::move(ready);

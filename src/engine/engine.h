@@ -28,8 +28,10 @@ struct ModelState {
 class Engine {
  public:
   struct Options {
-    // Queued requests per model version before Submit answers RESOURCE_EXHAUSTED. 0 = unbounded. The config's
+    // Queued requests per model version before Submit answers RESOURCE_EXHAUSTED. 0 = unbounded;
+    // kDefaultQueueBound = DefaultQueueBound(config) for a model whose config bounds no level itself. The config's
     // dynamic_batching { default_queue_policy { max_queue_size } } bounds each priority level as well.
+    static constexpr size_t kDefaultQueueBound = static_cast<size_t>(-1);
     size_t max_queue_per_model = 0;
     // Input bytes held by queued requests, over all models, before Submit answers RESOURCE_EXHAUSTED.
     // 0 = unbounded.

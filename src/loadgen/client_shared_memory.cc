@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+
+#include "base/checked_math.h"
 
 namespace weft {
 
@@ -14,6 +17,9 @@ namespace {
 
 constexpr uint64_t kAlignment = 64;
 constexpr uint64_t kMinUnknownOutputBytes = 100 << 10;
+// Each output's window: more than any tensor a server sends in one answer (the offsets below add up at most a
+// few of these, far from overflowing).
+constexpr uint64_t kMaxOutputRegionBytes = uint64_t{16} << 30;
 
 uint64_t AlignUp(uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
@@ -68,14 +74,19 @@ Result<SharedMemoryRun> CreateSharedMemoryRun(const std::vector<GeneratedInput>&
   uint64_t unknown = output_byte_size > 0 ? output_byte_size : std::max(kMinUnknownOutputBytes, largest_input);
   offset = 0;
   for (const TensorMetadata& output : metadata.outputs) {
-    uint64_t bytes = DataTypeSize(output.datatype);
-    for (size_t d = 0; d < output.shape.size() && bytes > 0; ++d) {
+    // The shape comes from the server's metadata: a product that overflows is a server's error, not a size.
+    std::optional<uint64_t> bytes = DataTypeSize(output.datatype);
+    for (size_t d = 0; d < output.shape.size() && bytes && *bytes > 0; ++d) {
       int64_t dim = output.shape[d] < 0 && d == 0 && batches ? batch_size : output.shape[d];
-      bytes = dim < 0 ? 0 : bytes * static_cast<uint64_t>(dim);
+      bytes = dim < 0 ? 0 : CheckedMul(*bytes, static_cast<uint64_t>(dim));
     }
-    if (bytes == 0) bytes = unknown;
-    run.output_placements[output.name] = {run.output_region, offset, bytes};
-    offset = AlignUp(offset + bytes);
+    if (!bytes || *bytes > kMaxOutputRegionBytes) {
+      return InvalidArgument("output '" + output.name + "': the server's metadata gives it more than " +
+                             std::to_string(kMaxOutputRegionBytes >> 30) + " GiB");
+    }
+    if (*bytes == 0) bytes = unknown;
+    run.output_placements[output.name] = {run.output_region, offset, *bytes};
+    offset = AlignUp(offset + *bytes);
   }
   WEFT_ASSIGN_OR_RETURN(run.outputs,
                         ClientSharedMemory::Create("/" + run.output_region, std::max<uint64_t>(offset, 1)));

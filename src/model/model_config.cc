@@ -1,6 +1,10 @@
 #include "model/model_config.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
+
+#include "base/checked_math.h"
 
 namespace weft {
 
@@ -31,7 +35,23 @@ std::string ModelConfig::Parameter(const std::string& key, const std::string& fa
 }
 
 namespace {
-Status ValidateTensors(const std::vector<TensorConfig>& tensors, const char* field) {
+
+// The product of a shape's fixed dimensions (a -1 counts as 1), or nullopt when it overflows.
+std::optional<int64_t> FixedProduct(const Shape& shape) {
+  int64_t product = 1;
+  for (int64_t d : shape) {
+    std::optional<int64_t> next = CheckedMul(product, d < 0 ? int64_t{1} : d);
+    if (!next) return std::nullopt;
+    product = *next;
+  }
+  return product;
+}
+
+Status ValidateTensors(const std::vector<TensorConfig>& tensors, const char* field, int max_batch_size) {
+  if (tensors.size() > ConfigLimits::kMaxTensors) {
+    return InvalidArgument(std::string(field) + ": " + std::to_string(tensors.size()) + " tensors, at most " +
+                           std::to_string(ConfigLimits::kMaxTensors) + " are allowed");
+  }
   std::set<std::string> names;
   for (const auto& t : tensors) {
     if (t.name.empty()) return InvalidArgument(std::string(field) + ": a tensor has no name");
@@ -41,18 +61,35 @@ Status ValidateTensors(const std::vector<TensorConfig>& tensors, const char* fie
     if (t.data_type == DataType::kInvalid) {
       return InvalidArgument(std::string(field) + " '" + t.name + "': data_type is missing or TYPE_INVALID");
     }
-    for (int64_t d : t.dims) {
-      if (d < -1 || d == 0) {
-        return InvalidArgument(std::string(field) + " '" + t.name + "': dims must be positive or -1, got " +
-                               ShapeToString(t.dims));
+    const std::string where = std::string(field) + " '" + t.name + "'";
+    for (const Shape* shape : {&t.dims, t.reshape ? &*t.reshape : nullptr}) {
+      if (shape == nullptr) continue;
+      const char* what = shape == &t.dims ? "dims" : "reshape";
+      if (shape->size() > ConfigLimits::kMaxDims) {
+        return InvalidArgument(where + ": " + what + " has " + std::to_string(shape->size()) + " dimensions, at most " +
+                               std::to_string(ConfigLimits::kMaxDims) + " are allowed");
+      }
+      for (int64_t d : *shape) {
+        if (d < -1 || (d == 0 && shape == &t.dims)) {
+          return InvalidArgument(where + ": " + what + " must be positive or -1, got " + ShapeToString(*shape));
+        }
+      }
+      // A full batch of this tensor must have an element count and a byte size that int64 can hold, so that no
+      // later product of these dims wraps.
+      std::optional<int64_t> elements = FixedProduct(*shape);
+      if (elements && max_batch_size > 0) elements = CheckedMul(*elements, int64_t{max_batch_size});
+      if (elements && DataTypeSize(t.data_type) > 0) {
+        elements = CheckedMul(*elements, static_cast<int64_t>(DataTypeSize(t.data_type)));
+      }
+      if (!elements) {
+        return InvalidArgument(where + ": " + what + " " + ShapeToString(*shape) +
+                               " is too large: a full batch would not fit in 2^63 bytes");
       }
     }
     if (t.reshape) {
-      int64_t from = 1, to = 1;
-      bool variable = false;
-      for (int64_t d : t.dims) variable |= d < 0, from *= d < 0 ? 1 : d;
-      for (int64_t d : *t.reshape) variable |= d < 0, to *= d < 0 ? 1 : d;
-      if (!variable && from != to) {
+      const bool variable = std::any_of(t.dims.begin(), t.dims.end(), [](int64_t d) { return d < 0; }) ||
+                            std::any_of(t.reshape->begin(), t.reshape->end(), [](int64_t d) { return d < 0; });
+      if (!variable && FixedProduct(t.dims) != FixedProduct(*t.reshape)) {
         return InvalidArgument(std::string(field) + " '" + t.name + "': reshape " + ShapeToString(*t.reshape) +
                                " has a different element count than dims " + ShapeToString(t.dims));
       }
@@ -65,12 +102,31 @@ Status ValidateTensors(const std::vector<TensorConfig>& tensors, const char* fie
 Status ValidateModelConfig(const ModelConfig& config) {
   if (config.name.empty()) return InvalidArgument("name: must not be empty");
   if (config.max_batch_size < 0) return InvalidArgument("max_batch_size: must not be negative");
+  if (config.max_batch_size > ConfigLimits::kMaxBatchSize) {
+    return InvalidArgument("max_batch_size: " + std::to_string(config.max_batch_size) + " is over the limit of " +
+                           std::to_string(ConfigLimits::kMaxBatchSize));
+  }
   if (config.inputs.empty()) return InvalidArgument("input: a model needs at least one input");
   if (config.outputs.empty()) return InvalidArgument("output: a model needs at least one output");
-  WEFT_RETURN_IF_ERROR(ValidateTensors(config.inputs, "input"));
-  WEFT_RETURN_IF_ERROR(ValidateTensors(config.outputs, "output"));
+  WEFT_RETURN_IF_ERROR(ValidateTensors(config.inputs, "input", config.max_batch_size));
+  WEFT_RETURN_IF_ERROR(ValidateTensors(config.outputs, "output", config.max_batch_size));
+  int64_t instances = 0;
   for (const auto& g : config.instance_groups) {
     if (g.count < 1) return InvalidArgument("instance_group: count must be at least 1");
+    if (g.count > ConfigLimits::kMaxInstances) {
+      return InvalidArgument("instance_group: count " + std::to_string(g.count) + " is over the limit of " +
+                             std::to_string(ConfigLimits::kMaxInstances) + " instances per model");
+    }
+    if (static_cast<int64_t>(g.gpus.size()) > ConfigLimits::kMaxGpusPerGroup) {
+      return InvalidArgument("instance_group: lists " + std::to_string(g.gpus.size()) + " gpus, at most " +
+                             std::to_string(ConfigLimits::kMaxGpusPerGroup) + " are allowed");
+    }
+    // Both factors are bounded above, so neither this product nor the running sum can overflow.
+    instances += int64_t{g.count} * std::max<int64_t>(1, static_cast<int64_t>(g.gpus.size()));
+    if (instances > ConfigLimits::kMaxInstances) {
+      return InvalidArgument("instance_group: the groups make more than " +
+                             std::to_string(ConfigLimits::kMaxInstances) + " instances (the limit per model)");
+    }
     if (g.kind == InstanceKind::kCpu && !g.gpus.empty()) {
       return InvalidArgument("instance_group: a KIND_CPU group must not list gpus");
     }
@@ -89,8 +145,38 @@ Status ValidateModelConfig(const ModelConfig& config) {
                                " is outside [1, max_batch_size]");
       }
     }
+    if (db.preferred_batch_size.size() > ConfigLimits::kMaxPreferredBatchSizes) {
+      return InvalidArgument("dynamic_batching.preferred_batch_size: more than " +
+                             std::to_string(ConfigLimits::kMaxPreferredBatchSizes) + " sizes");
+    }
+    if (db.priority_levels > ConfigLimits::kMaxPriorityLevels) {
+      return InvalidArgument("dynamic_batching.priority_levels: " + std::to_string(db.priority_levels) +
+                             " is over the limit of " + std::to_string(ConfigLimits::kMaxPriorityLevels));
+    }
     if (db.priority_levels > 0 && (db.default_priority_level < 1 || db.default_priority_level > db.priority_levels)) {
       return InvalidArgument("dynamic_batching.default_priority_level: must be in [1, priority_levels]");
+    }
+    if (db.max_queue_delay_us > ConfigLimits::kMaxQueueDelayMicros) {
+      return InvalidArgument("dynamic_batching.max_queue_delay_microseconds: " + std::to_string(db.max_queue_delay_us) +
+                             " is over the limit of " + std::to_string(ConfigLimits::kMaxQueueDelayMicros) +
+                             " (one hour)");
+    }
+    auto check_policy = [](const QueuePolicyConfig& q, const std::string& field) -> Status {
+      if (q.default_timeout_us > ConfigLimits::kMaxTimeoutMicros) {
+        return InvalidArgument(field + ".default_timeout_microseconds: " + std::to_string(q.default_timeout_us) +
+                               " is over the limit of " + std::to_string(ConfigLimits::kMaxTimeoutMicros) +
+                               " (a year)");
+      }
+      return Status::Ok();
+    };
+    WEFT_RETURN_IF_ERROR(check_policy(db.default_queue_policy, "dynamic_batching.default_queue_policy"));
+    for (const auto& [level, policy] : db.priority_queue_policy) {
+      if (level < 1 || level > db.priority_levels) {
+        return InvalidArgument("dynamic_batching.priority_queue_policy: level " + std::to_string(level) +
+                               " is outside [1, priority_levels]");
+      }
+      WEFT_RETURN_IF_ERROR(
+          check_policy(policy, "dynamic_batching.priority_queue_policy[" + std::to_string(level) + "]"));
     }
   }
   return Status::Ok();

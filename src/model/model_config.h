@@ -81,6 +81,7 @@ struct ModelConfig {
   // The configuration rendered as JSON for the model_configuration endpoint (Triton's field names).
   std::string json;
 
+  // The instances over all groups (1 without groups). Valid configs only: ValidateModelConfig bounds the sum.
   int InstanceCount() const;
   const TensorConfig* FindInput(const std::string& name) const;
   const TensorConfig* FindOutput(const std::string& name) const;
@@ -88,7 +89,26 @@ struct ModelConfig {
   std::string Parameter(const std::string& key, const std::string& fallback = "") const;
 };
 
-// Checks what every backend relies on: a name, unique tensor names, known datatypes, sane dims and counts.
+// Upper bounds on what a config may ask for, checked by ValidateModelConfig. Each guards what the value sizes: a
+// thread and a backend copy per instance, a queue and metric series per priority level, the int64 arithmetic of
+// shapes and of microseconds turned into nanoseconds. A config past one fails to load, alone; the other models
+// serve. docs/architecture.md ("Limits") gives the reasons.
+struct ConfigLimits {
+  static constexpr int64_t kMaxInstances = 1024;  // over all instance groups of one model
+  static constexpr int64_t kMaxGpusPerGroup = 1024;
+  static constexpr int64_t kMaxBatchSize = int64_t{1} << 20;
+  static constexpr size_t kMaxTensors = 1024;  // inputs, and outputs
+  static constexpr size_t kMaxDims = 64;
+  static constexpr uint32_t kMaxPriorityLevels = 256;
+  static constexpr size_t kMaxPreferredBatchSizes = 1024;
+  // A queue delay is how long a request may wait for company: an hour is already far past any serving use.
+  static constexpr uint64_t kMaxQueueDelayMicros = uint64_t{3600} * 1000000;
+  // Timeouts: a year, as for a request's own 'timeout' parameter.
+  static constexpr uint64_t kMaxTimeoutMicros = uint64_t{365} * 24 * 3600 * 1000000;
+};
+
+// Checks what every backend relies on: a name, unique tensor names, known datatypes, sane dims and counts, and
+// every count and duration within ConfigLimits. InvalidArgument naming the field otherwise.
 Status ValidateModelConfig(const ModelConfig& config);
 
 // The shape a client sends for `tensor`, with -1 for the batch dimension when the model batches.

@@ -192,10 +192,14 @@ TEST_F(MultiplexerTest, UrgentWorkOvertakesQueuedBestEffortWork) {
   Lane* be = Add(Config("sleep", ModelPriority::kMin, {{"batch_delay_us", "20000"}}));
   Lane* urgent = Add(Config("sleep", ModelPriority::kMax, {{"batch_delay_us", "1000"}}));
   for (int i = 0; i < 4; ++i) Submit(be, i);
-  std::this_thread::sleep_for(milliseconds(5));  // the first best-effort batch is running
+  std::this_thread::sleep_for(milliseconds(5));  // the first best-effort batch is running, usually
   Submit(urgent, 100);
   ASSERT_TRUE(results_.WaitFor(5));
-  EXPECT_EQ(results_.order(), (std::vector<int>{0, 100, 1, 2, 3}));
+  // On a loaded machine the worker may not have started batch 0 within the 5 ms; then the urgent batch goes
+  // first. Either way it overtakes every best-effort batch that was still queued.
+  const std::vector<int> order = results_.order();
+  EXPECT_TRUE(order == (std::vector<int>{0, 100, 1, 2, 3}) || order == (std::vector<int>{100, 0, 1, 2, 3}))
+      << ::testing::PrintToString(order);
 }
 
 // One worker, busy: when it frees up, a best-effort stream that became ready first is served first without

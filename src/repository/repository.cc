@@ -123,11 +123,27 @@ Status LoadModelInto(const RepositoryOptions& options, const fs::path& model_dir
   return Status::Ok();
 }
 
+// `status` with the repository's own path taken out of its message ("/srv/models/mlp/config.pbtxt: ..." becomes
+// "mlp/config.pbtxt: ..."). These reasons reach clients in readiness and metadata answers, and where the
+// repository lies on the server's disk is not theirs to know; the start-up log names the repository once.
+Status WithoutRoot(const Status& status, const std::string& root) {
+  if (status.ok() || root.empty()) return status;
+  std::string prefix = root;
+  if (prefix.back() != '/') prefix += '/';
+  std::string message = status.message();
+  for (size_t at = message.find(prefix); at != std::string::npos; at = message.find(prefix, at)) {
+    message.erase(at, prefix.size());
+  }
+  return Status(status.code(), std::move(message));
+}
+
 ModelEntry LoadModel(const RepositoryOptions& options, const fs::path& model_dir) {
   const auto start = std::chrono::steady_clock::now();
   ModelEntry entry;
   entry.name = model_dir.filename().string();
-  entry.status = LoadModelInto(options, model_dir, &entry);
+  const std::string root = model_dir.parent_path().string();
+  entry.status = WithoutRoot(LoadModelInto(options, model_dir, &entry), root);
+  for (auto& [version, status] : entry.failed_versions) status = WithoutRoot(status, root);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
   for (const auto& [version, status] : entry.failed_versions) {

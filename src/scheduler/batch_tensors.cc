@@ -95,7 +95,7 @@ Result<std::vector<std::vector<Tensor>>> SplitOutputs(const std::vector<Tensor>&
     if (out.type() == DataType::kBytes) {
       offsets = BytesElementOffsets(out.bytes(), elements);
       if (!offsets) return Internal("output '" + out.name() + "': malformed BYTES elements");
-    } else if (out.byte_size() != static_cast<size_t>(elements) * DataTypeSize(out.type())) {
+    } else if (Result<size_t> size = TensorByteSize(out.type(), out.shape()); !size.ok() || out.byte_size() != *size) {
       return Internal("output '" + out.name() + "': " + std::to_string(out.byte_size()) + " bytes for shape " +
                       ShapeToString(out.shape()));
     }

@@ -18,6 +18,24 @@ LevelPolicy PolicyFromConfig(const QueuePolicyConfig& config) {
 
 }  // namespace
 
+size_t DefaultQueueBound(const ModelConfig& config) {
+  constexpr size_t kBatchesPerInstance = 16;
+  constexpr size_t kMinimum = 64;
+  // Both factors are bounded by ValidateModelConfig (2^20 and 1024), so the product cannot overflow.
+  const size_t batch = static_cast<size_t>(std::max(1, config.max_batch_size));
+  const size_t instances = static_cast<size_t>(std::max(1, config.InstanceCount()));
+  return std::max(kMinimum, kBatchesPerInstance * batch * instances);
+}
+
+bool ConfigBoundsQueue(const ModelConfig& config) {
+  if (!config.dynamic_batching) return false;
+  if (config.dynamic_batching->default_queue_policy.max_queue_size > 0) return true;
+  for (const auto& [level, policy] : config.dynamic_batching->priority_queue_policy) {
+    if (policy.max_queue_size > 0) return true;
+  }
+  return false;
+}
+
 QueueOptions QueueOptions::FromConfig(const ModelConfig& config, size_t max_total) {
   QueueOptions options;
   options.max_total = max_total;

@@ -40,6 +40,15 @@ struct QueueOptions {
   static QueueOptions FromConfig(const ModelConfig& config, size_t max_total);
 };
 
+// The bound on a version's queued requests when the operator set none (no --max-queue-per-model, no max_queue_size
+// in the config): 16 full batches for each instance, at least 64. An unbounded queue under overload turns every
+// answer into a timeout (p50 9.7 s at 3x capacity in a probe); this one keeps the queueing delay near 16 batch
+// times, turns the excess into fast 429s that clients retry, and at 64 lets a closed-loop client of 64
+// connections queue without a refusal.
+size_t DefaultQueueBound(const ModelConfig& config);
+// Whether the config bounds some priority level itself (a max_queue_size): then no default bound is added.
+bool ConfigBoundsQueue(const ModelConfig& config);
+
 // One admitted request waiting for an execution, with everything the scheduler decided about it.
 struct QueueEntry {
   uint64_t id = 0;

@@ -191,3 +191,24 @@ TEST(SourceOfTest, StringOrInteger) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(DefaultQueueBoundTest, SixteenBatchesPerInstanceAtLeast64) {
+  ModelConfig config;
+  config.max_batch_size = 0;
+  EXPECT_EQ(DefaultQueueBound(config), 64u);
+  config.max_batch_size = 8;
+  EXPECT_EQ(DefaultQueueBound(config), 128u);
+  config.instance_groups = {InstanceGroupConfig{.count = 2}, InstanceGroupConfig{.count = 1, .gpus = {0, 1}}};
+  EXPECT_EQ(DefaultQueueBound(config), 16u * 8 * 4);
+  EXPECT_FALSE(ConfigBoundsQueue(config));
+  config.dynamic_batching = DynamicBatchingConfig{};
+  EXPECT_FALSE(ConfigBoundsQueue(config));
+  config.dynamic_batching->priority_queue_policy[2].max_queue_size = 5;
+  EXPECT_TRUE(ConfigBoundsQueue(config));
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <chrono>
+#include <system_error>
 
 #include "base/log.h"
 #include "scheduler/batch_tensors.h"
@@ -36,6 +37,20 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
     threads_.emplace_back([this, executor](std::stop_token stop) { Serve(stop, executor); });
   }
   threads_.emplace_back([this](std::stop_token stop) { RunTimer(stop); });
+}
+
+Result<std::unique_ptr<Scheduler>> Scheduler::Create(ModelConfig config, std::vector<ModelInstance*> instances,
+                                                     Options options, MetricsRegistry* metrics) {
+  const std::string name = config.name;
+  const size_t threads = instances.size() + 1;
+  try {
+    return std::make_unique<Scheduler>(std::move(config), std::move(instances), std::move(options), metrics);
+  } catch (const std::system_error& e) {
+    // The threads started before the failure are joined as the half-built scheduler unwinds (threads_ is
+    // destroyed first); no request has reached it.
+    return Unavailable("cannot start the " + std::to_string(threads) + " scheduler threads of model '" + name +
+                       "': " + e.what());
+  }
 }
 
 Scheduler::~Scheduler() {

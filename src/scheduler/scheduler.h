@@ -59,8 +59,13 @@ class Scheduler {
   };
 
   // Starts one thread per instance and the timer thread. `instances`, `options.byte_budget` and
-  // `options.executors` must outlive the scheduler; nothing else calls the instances while it runs.
+  // `options.executors` must outlive the scheduler; nothing else calls the instances while it runs. Throws
+  // std::system_error when a thread cannot be created; Create turns that into an error.
   Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, Options options, MetricsRegistry* metrics);
+  // The constructor, with thread creation failures (the process's thread or memory limits) as Unavailable:
+  // the one model fails to load and the others serve.
+  static Result<std::unique_ptr<Scheduler>> Create(ModelConfig config, std::vector<ModelInstance*> instances,
+                                                   Options options, MetricsRegistry* metrics);
   // Answers every queued request UNAVAILABLE, stops the threads, and waits until every execution in flight has
   // answered. Never destroy it on an executor's completion thread.
   ~Scheduler();

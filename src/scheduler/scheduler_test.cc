@@ -1,7 +1,10 @@
 #include "scheduler/scheduler.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <map>
 #include <random>
 
@@ -577,6 +580,60 @@ TEST_F(SchedulerTest, RequestsWaitInTheQueueUntilTheExecutorHasASlot) {
   std::jthread completer([&] { executor.CompleteOne(); });
   scheduler_.reset();
   EXPECT_EQ(Code("last"), StatusCode::kOk);
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Hardening issue, item 4: `instance_group { count: 100000 }` aborted the server at start with an uncaught
+// std::system_error from thread creation. Scheduler::Create turns that into an error for the one model. In a child
+// process whose address space is capped just above what it uses, so that thread stacks cannot be mapped.
+// The child's side: exits 0 when Create reports the failure as it should.
+[[noreturn]] void CreateWithCappedAddressSpace() {
+  std::vector<std::unique_ptr<testing::FakeInstance>> instances;
+  std::vector<ModelInstance*> raw;
+  for (int i = 0; i < 64; ++i) {
+    instances.push_back(std::make_unique<testing::FakeInstance>());
+    raw.push_back(instances.back().get());
+  }
+  MetricsRegistry metrics;
+  long pages = 0;
+  if (FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%ld", &pages) != 1) pages = 0;
+    std::fclose(statm);
+  }
+  // Room for a few 8 MiB thread stacks, not for 65.
+  const rlim_t limit = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (32 << 20);
+  struct rlimit cap = {limit, limit};
+  if (pages == 0 || setrlimit(RLIMIT_AS, &cap) != 0) std::_Exit(3);
+  Scheduler::Options options;
+  options.version = 1;
+  Result<std::unique_ptr<Scheduler>> scheduler = Scheduler::Create(FakeConfig(), std::move(raw), options, &metrics);
+  if (scheduler.ok()) std::_Exit(1);
+  const bool named =
+      scheduler.status().code() == StatusCode::kUnavailable &&
+      scheduler.status().message().find("cannot start the 65 scheduler threads of model 'fake'") != std::string::npos;
+  std::_Exit(named ? 0 : 2);
+}
+
+TEST(SchedulerCreateDeathTest, ThreadCreationFailureIsAnError) {
+  if (kSanitized) GTEST_SKIP() << "sanitizers reserve address space that an address-space limit would break";
+  EXPECT_EXIT(CreateWithCappedAddressSpace(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -3,16 +3,24 @@
 #include <cstring>
 #include <limits>
 
+#include "base/checked_math.h"
+#include "base/log.h"
+
 namespace weft {
 
-int64_t ElementCount(const Shape& shape) {
-  int64_t count = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return -1;
-    if (d != 0 && count > std::numeric_limits<int64_t>::max() / d) return -1;
-    count *= d;
+int64_t ElementCount(const Shape& shape) { return CheckedProduct(shape).value_or(-1); }
+
+Result<size_t> TensorByteSize(DataType type, const Shape& shape) {
+  const size_t element = DataTypeSize(type);
+  if (element == 0) return InvalidArgument("datatype " + std::string(DataTypeName(type)) + " has no fixed size");
+  int64_t count = ElementCount(shape);
+  if (count < 0) return InvalidArgument("shape " + ShapeToString(shape) + " has a negative or too large dimension");
+  std::optional<uint64_t> bytes = CheckedMul(static_cast<uint64_t>(count), element);
+  if (!bytes || *bytes > std::numeric_limits<size_t>::max()) {
+    return InvalidArgument("a " + std::string(DataTypeName(type)) + " tensor of shape " + ShapeToString(shape) +
+                           " would be larger than 2^64 bytes");
   }
-  return count;
+  return static_cast<size_t>(*bytes);
 }
 
 std::string ShapeToString(const Shape& shape) {
@@ -35,8 +43,9 @@ Tensor::Tensor(std::string name, DataType type, Shape shape, std::shared_ptr<con
       place_(place) {}
 
 Tensor Tensor::Allocate(std::string name, DataType type, Shape shape, std::byte** writable) {
-  int64_t count = ElementCount(shape);
-  size_t size = count < 0 ? 0 : static_cast<size_t>(count) * DataTypeSize(type);
+  Result<size_t> checked = TensorByteSize(type, shape);
+  WEFT_CHECK(checked.ok()) << "Tensor::Allocate of '" << name << "': " << checked.status().message();
+  const size_t size = *checked;
   auto storage = std::make_shared<std::vector<std::byte>>(size);
   *writable = storage->data();
   const std::byte* data = storage->data();
@@ -77,7 +86,7 @@ Status ValidateTensorBytes(DataType type, const Shape& shape, std::span<const st
     }
     return Status::Ok();
   }
-  size_t expected = static_cast<size_t>(count) * DataTypeSize(type);
+  WEFT_ASSIGN_OR_RETURN(size_t expected, TensorByteSize(type, shape));
   if (bytes.size() != expected) {
     return InvalidArgument("tensor of type " + std::string(DataTypeName(type)) + " and shape " + ShapeToString(shape) +
                            " needs " + std::to_string(expected) + " bytes, got " + std::to_string(bytes.size()));

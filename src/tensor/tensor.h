@@ -16,6 +16,10 @@ using Shape = std::vector<int64_t>;
 
 // Number of elements of a shape; -1 if a dimension is negative or the product overflows.
 int64_t ElementCount(const Shape& shape);
+// Bytes of a tensor of a fixed-size `type` and `shape` (the element count times the element size).
+// InvalidArgument when a dimension is negative or either product overflows; BYTES and kInvalid have no fixed size
+// (InvalidArgument too).
+Result<size_t> TensorByteSize(DataType type, const Shape& shape);
 std::string ShapeToString(const Shape& shape);
 
 enum class MemoryKind : uint8_t { kCpu, kCpuPinned, kGpu };
@@ -37,6 +41,7 @@ class Tensor {
          size_t byte_size, MemoryPlace place = {});
 
   // Allocates zeroed CPU storage for a fixed-size type. Returns the tensor and a writable pointer into it.
+  // The size must fit (TensorByteSize succeeds): a shape from a client is checked, and bounded, before this.
   static Tensor Allocate(std::string name, DataType type, Shape shape, std::byte** writable);
   // Takes ownership of `bytes` (for BYTES tensors and outputs that were built in a buffer).
   static Tensor FromBytes(std::string name, DataType type, Shape shape, std::vector<std::byte> bytes);

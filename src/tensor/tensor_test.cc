@@ -45,6 +45,23 @@ TEST(TensorTest, ValidatesFixedSize) {
   EXPECT_EQ(ValidateTensorBytes(DataType::kFp32, {4}, bytes).code(), StatusCode::kInvalidArgument);
 }
 
+// Hardening issue, item 1: 4 * (2^62 + 2) wraps to 8 in 64 bits, so a shape of [2^62 + 2] FP32 over 8 bytes passed
+// the size check and an encoder then read 2^62 elements.
+TEST(TensorTest, ByteSizesThatOverflowAreErrorsNotSmallNumbers) {
+  const Shape huge = {4611686018427387906};
+  std::vector<std::byte> eight(8);
+  Status s = ValidateTensorBytes(DataType::kFp32, huge, eight);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("larger than 2^64 bytes"), std::string::npos) << s.message();
+  EXPECT_FALSE(TensorByteSize(DataType::kFp32, huge).ok());
+  EXPECT_FALSE(TensorByteSize(DataType::kFp64, {1LL << 61}).ok());
+  EXPECT_FALSE(TensorByteSize(DataType::kFp32, {-1}).ok());
+  EXPECT_FALSE(TensorByteSize(DataType::kBytes, {1}).ok());
+  EXPECT_EQ(*TensorByteSize(DataType::kFp64, {1LL << 60}), size_t{1} << 63);
+  EXPECT_EQ(*TensorByteSize(DataType::kInt16, {3, 0, 5}), 0u);
+  EXPECT_EQ(*TensorByteSize(DataType::kUint8, {}), 1u);
+}
+
 TEST(TensorTest, BytesElementsRoundTripAndValidate) {
   std::vector<std::string> in = {"hello", "", "weft"};
   auto joined = JoinBytesElements(in);

@@ -203,6 +203,34 @@ class InferTest(unittest.TestCase):
                 server.stub.ModelInfer(request, timeout=RPC_TIMEOUT)
             self.assertEqual(e.exception.code(), code, e.exception.details())
 
+    def test_a_shape_whose_byte_size_wraps_is_rejected(self):
+        # Hardening issue, item 1: [2^62 + 2] FP32 over 8 raw bytes was answered OK (4 * (2^62 + 2) wraps to 8).
+        request = pb.ModelInferRequest(model_name="identity")
+        request.inputs.add(name="INPUT0", datatype="FP32", shape=[4611686018427387906])
+        request.raw_input_contents.append(bytes(8))
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.ModelInfer(request, timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("larger than 2^64 bytes", e.exception.details())
+        good = infer_request("identity", {"INPUT0": np.arange(4, dtype=np.float32)})
+        reply = server.stub.ModelInfer(good, timeout=RPC_TIMEOUT)
+        np.testing.assert_array_equal(response_outputs(reply)["OUTPUT0"], np.arange(4, dtype=np.float32))
+
+    def test_a_huge_model_name_gets_a_bounded_error_and_breaks_no_other_call(self):
+        # Hardening issue, item 6: the error echoed a 100 KB name in the grpc-message trailer, past the clients'
+        # metadata limit, and 44 other calls on the channel failed with it.
+        good = infer_request("identity", {"INPUT0": np.arange(4, dtype=np.float32)})
+        futures = [server.stub.ModelInfer.future(good, timeout=RPC_TIMEOUT) for _ in range(20)]
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.ModelInfer(infer_request("m" * 100000, {"INPUT0": np.ones(4, np.float32)}),
+                                   timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+        self.assertLess(len(e.exception.details()), 2000)
+        self.assertIn("more bytes)", e.exception.details())
+        futures += [server.stub.ModelInfer.future(good, timeout=RPC_TIMEOUT) for _ in range(20)]
+        for f in futures:
+            np.testing.assert_array_equal(response_outputs(f.result())["OUTPUT0"], np.arange(4, dtype=np.float32))
+
     def test_requests_are_counted_by_protocol(self):
         ok_before = server.metric("weft_requests_total", protocol="grpc", endpoint="infer", code="OK")
         bad_before = server.metric("weft_requests_total", protocol="grpc", endpoint="infer", code="NOT_FOUND")

@@ -4,6 +4,8 @@ memory objects made here with multiprocessing.shared_memory, as a client process
 import json
 import os
 import subprocess
+import threading
+import time
 import unittest
 from multiprocessing import shared_memory
 
@@ -197,6 +199,86 @@ class GrpcSharedMemoryTest(unittest.TestCase):
         self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
         self.assertIn("1024", e.exception.details())
 
+    def test_a_shape_whose_byte_size_wraps_is_rejected(self):
+        # Hardening issue, item 1, through shared memory: [2^62 + 2] FP32 over an 8-byte window.
+        region = self.make(4096)
+        grpc_register("r", region.key, 4096)
+        request = pb.ModelInferRequest(model_name="identity")
+        set_shm(request.inputs.add(name="INPUT0", datatype="FP32", shape=[4611686018427387906]).parameters, "r", 8)
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.ModelInfer(request, timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_shrinking_a_region_while_requests_run_fails_them_not_the_server(self):
+        # Hardening issue, item 2: a client that ftruncates its registered object while requests read their
+        # inputs in place and write their outputs took the server down with SIGBUS within about a second.
+        size = 4 << 20
+        region = self.make(size)
+        region.write(0, np.arange(size // 4, dtype=np.float32))
+        grpc_register("r", region.key, size)
+        count = size // 8  # input in the first half, output in the second
+
+        def request():
+            r = pb.ModelInferRequest(model_name="identity")
+            set_shm(r.inputs.add(name="INPUT0", datatype="FP32", shape=[count]).parameters, "r", size // 2)
+            set_shm(r.outputs.add(name="OUTPUT0").parameters, "r", size // 2, offset=size // 2)
+            return r
+
+        outcomes = {}
+        errors = []
+        stop = threading.Event()
+
+        def client():
+            while not stop.is_set():
+                try:
+                    server.stub.ModelInfer(request(), timeout=RPC_TIMEOUT)
+                    outcomes["OK"] = outcomes.get("OK", 0) + 1
+                except grpc.RpcError as e:
+                    outcomes[e.code().name] = outcomes.get(e.code().name, 0) + 1
+                    if e.code() not in (grpc.StatusCode.INVALID_ARGUMENT,):
+                        errors.append((e.code(), e.details()))
+
+        clients = [threading.Thread(target=client) for _ in range(4)]
+        for c in clients:
+            c.start()
+        time.sleep(0.3)
+        for step in range(20):  # shrink and grow it back, again and again, under load
+            region.truncate(0 if step % 2 == 0 else size)
+            time.sleep(0.05)
+        stop.set()
+        for c in clients:
+            c.join()
+        self.assertIsNone(server.process.poll(), "".join(server.log[-20:]))
+        self.assertEqual(errors, [])
+        self.assertGreater(outcomes.get("INVALID_ARGUMENT", 0), 0, outcomes)
+        # The server still serves, and a region registered again works.
+        grpc_unregister("r")
+        region.truncate(size)
+        region.write(0, np.arange(4, dtype=np.float32))
+        grpc_register("r", region.key, size)
+        plain = pb.ModelInferRequest(model_name="identity")
+        set_shm(plain.inputs.add(name="INPUT0", datatype="FP32", shape=[4]).parameters, "r", 16)
+        reply = server.stub.ModelInfer(plain, timeout=RPC_TIMEOUT)
+        np.testing.assert_array_equal(response_outputs(reply)["OUTPUT0"], np.arange(4, dtype=np.float32))
+
+    def test_registrations_are_limited(self):
+        region = self.make(4096)
+        limited = WeftServer(extra_args=["--allow-shared-memory", "--max-shared-memory-regions", "3"]).start()
+        try:
+            for i in range(3):
+                limited.stub.SystemSharedMemoryRegister(
+                    pb.SystemSharedMemoryRegisterRequest(name=f"r{i}", key=region.key, byte_size=64),
+                    timeout=RPC_TIMEOUT)
+            with self.assertRaises(grpc.RpcError) as e:
+                limited.stub.SystemSharedMemoryRegister(
+                    pb.SystemSharedMemoryRegisterRequest(name="r3", key=region.key, byte_size=64), timeout=RPC_TIMEOUT)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            status, body = limited.http("POST", "/v2/systemsharedmemory/region/r4/register",
+                                        {"key": region.key, "offset": 0, "byte_size": 64})
+            self.assertEqual(status, 429, body)
+        finally:
+            self.assertEqual(limited.stop(), 0)
+
     def test_data_and_a_region_on_one_input_are_rejected(self):
         region = self.make(256)
         grpc_register("r", region.key, 256)
@@ -268,6 +350,15 @@ class HttpSharedMemoryTest(unittest.TestCase):
 
         self.assertEqual(server.http("POST", "/v2/systemsharedmemory/region/io/unregister")[0], 200)
         self.assertEqual(server.http("GET", "/v2/systemsharedmemory/region/io/status")[0], 404)
+
+    def test_names_that_are_not_utf8_are_refused_and_answers_stay_json(self):
+        # Hardening issue, item 6: a region named with bytes that are not UTF-8 made the status answer invalid JSON.
+        status, body = server.http("POST", "/v2/systemsharedmemory/region/%FF%FEx/register",
+                                   {"key": self.region.key, "offset": 0, "byte_size": 64})
+        self.assertEqual(status, 400, body)
+        self.assertIn("UTF-8", body["error"])
+        status, body = server.http("GET", "/v2/systemsharedmemory/region/%FF%FEx/status")  # strict json.loads
+        self.assertEqual(status, 404, body)
 
     def test_bad_registrations_and_references(self):
         register = "/v2/systemsharedmemory/region/x/register"

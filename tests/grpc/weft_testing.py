@@ -73,16 +73,19 @@ def load_reference(model):
 class WeftServer:
     """`weft serve` on ports chosen by the kernel (the startup line names them); stopped with SIGTERM."""
 
-    def __init__(self, repository=None, extra_args=()):
+    def __init__(self, repository=None, extra_args=(), preexec_fn=None):
+        """`preexec_fn` runs in the child before it executes weft (e.g. to lower RLIMIT_NOFILE)."""
         self.repository = repository or os.path.join(EXAMPLES, "models")
         self.extra_args = list(extra_args)
+        self.preexec_fn = preexec_fn
         self.log = []
         self.process = None
 
     def start(self):
         args = [BINARY, "serve", "--model-repository", self.repository, "--http-address", "127.0.0.1",
                 "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"] + self.extra_args
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                        preexec_fn=self.preexec_fn)
         started = threading.Event()
         pattern = re.compile(r"serving HTTP on [^:]+:(\d+), gRPC on port (\d+), metrics on port (\d+)")
 
@@ -119,6 +122,21 @@ class WeftServer:
             self.process.kill()
             code = self.process.wait()
         self._drain.join(timeout=5)
+        return code
+
+    def send_signal(self, sig=signal.SIGTERM):
+        self.process.send_signal(sig)
+
+    def wait(self, timeout):
+        """The exit code once the process has exited (killed after `timeout` seconds: the test fails then)."""
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError("weft serve did not exit within %s s:\n%s" % (timeout, "".join(self.log[-50:])))
+        self._drain.join(timeout=5)
+        self.channel.close()
         return code
 
     def http(self, method, path, body=None):

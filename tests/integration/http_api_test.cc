@@ -447,5 +447,36 @@ TEST(HttpServerLimitsTest, BrokenModelIs503) {
   EXPECT_EQ(client.Get("/v2/models/identity/ready").status, 200u);
 }
 
+// Hardening issue, item 4: each of these configs took the whole server down (an abort at start, gigabytes
+// allocated, a count that wrapped to "-2 instances", a first request never answered). Now each model alone fails
+// to load with its reason, and the others serve.
+TEST(HttpServerLimitsTest, ConfigsPastTheLimitsFailAloneWithTheirReason) {
+  auto model = [](const std::string& name, const std::string& extra) {
+    return "name: \"" + name + "\"\nbackend: \"weft_builtin\"\nmax_batch_size: 4\n" +
+           "input [{ name: \"INPUT0\" data_type: TYPE_FP32 dims: [-1] }]\n" +
+           "output [{ name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [-1] }]\n" +
+           "parameters { key: \"builtin\" value: { string_value: \"identity\" } }\n" + extra;
+  };
+  TestServerOptions options;
+  options.example_models = {"identity"};
+  options.extra_configs["many_instances"] = model("many_instances", "instance_group { count: 100000 }");
+  options.extra_configs["wrapping_groups"] =
+      model("wrapping_groups", "instance_group [{ count: 2147483647 }, { count: 2147483647 }]");
+  options.extra_configs["many_levels"] =
+      model("many_levels", "dynamic_batching { priority_levels: 4294967295 default_priority_level: 1 }");
+  options.extra_configs["long_delay"] =
+      model("long_delay", "dynamic_batching { max_queue_delay_microseconds: 100000000000000000 }");
+  auto server = TestServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  HttpTestClient client((*server)->port());
+  for (const char* name : {"many_instances", "wrapping_groups", "many_levels", "long_delay"}) {
+    TestResponse ready = client.Get(std::string("/v2/models/") + name + "/ready");
+    ExpectError(ready, 503, "over the limit");
+  }
+  TestResponse ok = client.Post("/v2/models/identity/infer", InferJson({JsonInput("INPUT0", "FP32", {2}, "[1,2]")}));
+  ASSERT_TRUE(ok.ok()) << ok.error;
+  EXPECT_EQ(ok.status, 200u) << ok.body;
+}
+
 }  // namespace
 }  // namespace weft::testing

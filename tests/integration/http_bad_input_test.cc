@@ -94,6 +94,29 @@ TEST_F(HttpBadInputTest, ErrorsKeepTheConnectionUsable) {
   ExpectHealthy();
 }
 
+// Hardening issue, item 1, as reported: binary data for a model with a -1 dimension, shape [2^62 + 2] FP32 and 8
+// bytes. 4 * (2^62 + 2) wrapped to 8, the size check passed, and the response encoder read 2^62 elements (SIGSEGV).
+TEST_F(HttpBadInputTest, ShapeWhoseByteSizeWrapsIsRejected) {
+  HttpTestClient client(port());
+  // FP16's 2 * (2^62 + 2) does not wrap: it is simply far more than 8 bytes.
+  for (std::string datatype : {"FP32", "INT64", "FP16"}) {
+    BinaryBody body =
+        MakeBinaryBody(InferJson({BinaryInput("INPUT0", datatype, {4611686018427387906}, 8)}), {std::string(8, 'x')});
+    TestResponse r = client.Post("/v2/models/identity/infer", body.body, body.headers);
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.status, 400u) << r.body;
+    EXPECT_NE(ErrorMessage(r).find(datatype == "FP16" ? "needs 9223372036854775812 bytes" : "larger than 2^64 bytes"),
+              std::string::npos)
+        << r.body;
+  }
+  // The raw binary form of the same model: the body decides the -1 dimension, so nothing can wrap.
+  TestResponse raw =
+      client.Post("/v2/models/identity/infer", std::string(8, 'x'), {{"Inference-Header-Content-Length", "0"}});
+  ASSERT_TRUE(raw.ok()) << raw.error;
+  EXPECT_EQ(raw.status, 200u) << raw.body;
+  ExpectHealthy();
+}
+
 TEST_F(HttpBadInputTest, TruncatedBodyThenClose) {
   for (size_t sent : {0, 1, 100}) {
     HttpTestClient client(port());

@@ -350,6 +350,27 @@ TEST(HttpSchedulingTest, PassedDeadlineIs504) {
   EXPECT_EQ(first.status, 200u) << first.body;
 }
 
+// Hardening issue, item 6: with the old unbounded default, overload drove latency to the clients' timeouts. The
+// default bound (16 batches per instance, at least 64) answers the excess 429 at once.
+TEST(HttpSchedulingTest, TheDefaultQueueBoundTurnsOverloadInto429s) {
+  // 50 ms per request, no batching, one instance: the default bound is 64 queued.
+  auto server = StartServer("slow", SleepConfig("slow", 1, 50000, 0), Engine::Options::kDefaultQueueBound);
+  ASSERT_NE(server, nullptr);
+  std::vector<std::unique_ptr<HttpTestClient>> clients;
+  for (int i = 0; i < 80; ++i) clients.push_back(Send(server->port(), "slow", Body(static_cast<float>(i))));
+  int refused = 0, answered = 0;
+  for (auto& client : clients) {
+    TestResponse r = client->ReadResponse();
+    ASSERT_TRUE(r.ok()) << r.error;
+    refused += r.status == 429;
+    answered += r.status == 200;
+  }
+  // One runs and 64 wait while the 80 arrive; a few may finish meanwhile and make room.
+  EXPECT_EQ(refused + answered, 80);
+  EXPECT_GE(refused, 10);
+  EXPECT_LE(refused, 15);
+}
+
 TEST(HttpSchedulingTest, ClientThatLeavesCancelsItsQueuedRequest) {
   // Room for one queued request; the busy one holds the instance 1 s.
   auto server = StartServer("slow", SleepConfig("slow", 1, 1000000, 0), /*max_queue=*/1);

@@ -62,6 +62,8 @@ Result<std::unique_ptr<TestServer>> TestServer::Start(TestServerOptions options)
   HttpServer::Options http;
   http.address = "127.0.0.1";
   http.max_body_bytes = options.max_body_bytes;
+  http.max_connections = options.max_connections;
+  http.max_unsent_response_bytes = options.max_unsent_response_bytes;
   server->http_ = std::make_unique<HttpServer>(http, server->inference_.get());
   WEFT_RETURN_IF_ERROR(server->http_->Start());
   HttpServer::Options metrics_http;

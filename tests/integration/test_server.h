@@ -29,6 +29,9 @@ struct TestServerOptions {
   std::map<std::string, std::string> extra_configs;
   size_t max_body_bytes = size_t{64} << 20;
   size_t max_queue_per_model = 0;
+  // HttpServer::Options of the inference port.
+  size_t max_connections = 0;
+  size_t max_unsent_response_bytes = size_t{1} << 30;
 };
 
 // The whole server in-process, as the weft binary wires it: BackendRegistry -> LoadRepository (config.pbtxt) ->
@@ -42,6 +45,8 @@ class TestServer {
   uint16_t port() const { return http_->port(); }
   uint16_t metrics_port() const { return metrics_http_->port(); }
   Engine& engine() { return *engine_; }
+  HttpServer& http() { return *http_; }
+  InferenceService& inference() { return *inference_; }
   MetricsRegistry& metrics() { return metrics_; }
   // Whether a model loaded (a model whose backend this build lacks does not).
   bool ModelReady(const std::string& model) const;

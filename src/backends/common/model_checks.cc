@@ -70,8 +70,9 @@ Result<int64_t> NonNegativeIntParameter(const ModelConfig& config, const std::st
   const std::string& text = it->second;
   int64_t value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < 0) {
-    return InvalidArgument("parameters '" + key + "': expected a non-negative integer, got '" + text + "'");
+  if (error != std::errc() || end != text.data() + text.size() || value < 0 || value > kMaxIntParameter) {
+    return InvalidArgument("parameters '" + key + "': expected an integer from 0 to " +
+                           std::to_string(kMaxIntParameter) + ", got '" + text + "'");
   }
   return value;
 }

@@ -26,7 +26,11 @@ Status CheckInputs(const ModelConfig& config, std::span<const Tensor> inputs);
 Status CheckOutput(const ModelConfig& config, const TensorConfig& tensor, DataType type, const Shape& shape,
                    int64_t batch_size);
 
-// Parses a config parameter that must be a non-negative integer; `fallback` when absent.
+// The largest value NonNegativeIntParameter takes: 2^40 (12.7 days in microseconds), so that a delay times a batch
+// size (at most 2^20, ConfigLimits) stays within int64.
+inline constexpr int64_t kMaxIntParameter = int64_t{1} << 40;
+
+// Parses a config parameter that must be an integer from 0 to kMaxIntParameter; `fallback` when absent.
 Result<int64_t> NonNegativeIntParameter(const ModelConfig& config, const std::string& key, int64_t fallback);
 
 }  // namespace weft

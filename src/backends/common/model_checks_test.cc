@@ -66,7 +66,9 @@ TEST(ModelChecksTest, NonNegativeIntParameter) {
   EXPECT_EQ(*NonNegativeIntParameter(config, "n", 7), 7);
   config.parameters["n"] = "42";
   EXPECT_EQ(*NonNegativeIntParameter(config, "n", 7), 42);
-  for (const char* bad : {"", "-1", "1.5", " 3", "3us"}) {
+  config.parameters["n"] = std::to_string(kMaxIntParameter);
+  EXPECT_EQ(*NonNegativeIntParameter(config, "n", 7), kMaxIntParameter);
+  for (const char* bad : {"", "-1", "1.5", " 3", "3us", "1099511627777", "9223372036854775807"}) {
     config.parameters["n"] = bad;
     EXPECT_FALSE(NonNegativeIntParameter(config, "n", 7).ok()) << bad;
   }

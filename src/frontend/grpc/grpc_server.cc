@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "frontend/grpc/grpc_acceptor.h"
 #include "frontend/grpc/health_service.h"
 #include "frontend/grpc/inference_service.h"
 #include "frontend/grpc/request_counters.h"
@@ -9,8 +10,8 @@
 
 namespace weft {
 
-// Declaration order is destruction order in reverse: the gRPC server goes first, then the services it called,
-// then the encoder (whose tasks finish calls, so it must run while the server drains).
+// Declaration order is destruction order in reverse: the acceptor goes first, then the gRPC server, the services it
+// called, then the encoder (whose tasks finish calls, so it must run while the server drains).
 struct GrpcServer::Impl {
   Impl(const Options& options, Engine* engine, MetricsRegistry* metrics, SharedMemoryRegistry* shared_memory)
       : counters(metrics),
@@ -20,15 +21,18 @@ struct GrpcServer::Impl {
                                 .counters = &counters,
                                 .encoder = &encoder,
                                 .inline_encode_bytes = options.inline_encode_bytes,
-                                .max_stream_in_flight = std::max<size_t>(1, options.max_stream_in_flight)},
+                                .max_stream_in_flight = std::max<size_t>(1, options.max_stream_in_flight),
+                                .streams = &streams},
                   shared_memory, metrics, {}),
         health(engine, &counters) {}
 
   GrpcRequestCounters counters;
+  StreamRegistry streams;
   WorkQueue encoder;
   GrpcInferenceService inference;
   GrpcHealthService health;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<GrpcAcceptor> acceptor;  // hands connections to `server`: goes first
   bool stopped = false;
 };
 
@@ -38,29 +42,41 @@ GrpcServer::GrpcServer(Options options, Engine* engine, MetricsRegistry* metrics
 GrpcServer::~GrpcServer() { Stop(); }
 
 Status GrpcServer::Start() {
+  // Our own listener, not gRPC's: see GrpcAcceptor (gRPC 1.51 stops accepting after running out of descriptors).
+  // Without SO_REUSEPORT, so that a second server on the same port fails to start instead of sharing it.
+  auto acceptor = GrpcAcceptor::Listen(options_.address, options_.port);
+  if (!acceptor.ok()) return Unavailable("cannot serve gRPC: " + acceptor.status().message());
   grpc::ServerBuilder builder;
-  int bound = 0;
-  std::string address = options_.address + ":" + std::to_string(options_.port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound);
-  // gRPC sets SO_REUSEPORT by default, so a second server on the same port would start and share it silently.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(options_.max_message_bytes, INT32_MAX)));
   builder.SetMaxSendMessageSize(static_cast<int>(std::min<int64_t>(options_.max_message_bytes, INT32_MAX)));
   builder.RegisterService(&impl_->inference);
   builder.RegisterService(&impl_->health);
   impl_->server = builder.BuildAndStart();
-  if (!impl_->server || bound == 0) {
-    impl_->server.reset();
-    return Unavailable("cannot serve gRPC on " + address);
-  }
-  port_ = static_cast<uint16_t>(bound);
+  if (!impl_->server) return Unavailable("cannot start the gRPC server");
+  impl_->acceptor = std::move(acceptor).value();
+  impl_->acceptor->Start(impl_->server.get());
+  port_ = impl_->acceptor->port();
   return Status::Ok();
 }
 
-void GrpcServer::Stop() {
+void GrpcServer::BeginDraining() {
+  impl_->inference.BeginDraining();
+  impl_->health.BeginDraining();
+}
+
+void GrpcServer::Stop() { Stop(std::chrono::steady_clock::now() + options_.drain_timeout); }
+
+void GrpcServer::Stop(SteadyTime deadline) {
   if (!impl_->server || impl_->stopped) return;
   impl_->stopped = true;
-  impl_->server->Shutdown(std::chrono::system_clock::now() + options_.drain_timeout);
+  impl_->acceptor->Stop();  // no new connections; GOAWAY (below) tells the open ones
+  // Streams that their clients keep open would hold the stop until the deadline: they end once idle.
+  impl_->health.EndWatches();
+  impl_->streams.EndAll();
+  // gRPC's deadline is on the system clock.
+  auto left = std::max(SteadyTime::duration::zero(), deadline - std::chrono::steady_clock::now());
+  impl_->server->Shutdown(std::chrono::system_clock::now() +
+                          std::chrono::duration_cast<std::chrono::system_clock::duration>(left));
   impl_->server->Wait();
 }
 

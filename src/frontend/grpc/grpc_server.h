@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "base/clock.h"
 #include "base/status.h"
 #include "engine/engine.h"
 #include "frontend/shm/shared_memory.h"
@@ -15,7 +16,8 @@ namespace weft {
 
 // The gRPC port: inference.GRPCInferenceService and grpc.health.v1.Health on gRPC's callback API. gRPC's own
 // threads run the calls (no thread per call); responses over `inline_encode_bytes` are built on a few encoder
-// threads owned here. Start and Stop from one thread; the rest is thread-safe.
+// threads owned here. Start and Stop from one thread; the rest is thread-safe. There is no connection limit:
+// gRPC 1.51 has no channel argument for one (GRPC_ARG_MAX_ALLOWED_INCOMING_CONNECTIONS came later).
 class GrpcServer {
  public:
   struct Options {
@@ -36,9 +38,15 @@ class GrpcServer {
 
   // Binds and starts serving. Unavailable when the port cannot be bound.
   Status Start();
-  // Refuses new calls, lets calls in flight finish for up to drain_timeout, cancels the rest, and returns once
-  // every call is done. Idempotent.
+  // Readiness goes false (ServerReady, grpc.health.v1 NOT_SERVING, pushed to Watch streams); every call is still
+  // served. Thread-safe; idempotent.
+  void BeginDraining();
+  // Stop(now + drain_timeout).
   void Stop();
+  // Stops listening and refuses new calls (GOAWAY), lets calls in flight finish until `deadline`, cancels the
+  // rest (their clients get CANCELLED), and returns once every call is done: a call whose engine callback never
+  // comes (an execution that does not return) keeps it waiting. Idempotent.
+  void Stop(SteadyTime deadline);
   // The bound port (useful with port 0); 0 before Start.
   uint16_t port() const { return port_; }
 

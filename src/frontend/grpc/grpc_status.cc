@@ -1,5 +1,7 @@
 #include "frontend/grpc/grpc_status.h"
 
+#include "base/json_string.h"
+
 namespace weft {
 
 grpc::StatusCode GrpcCodeFor(StatusCode code) {
@@ -21,7 +23,10 @@ grpc::StatusCode GrpcCodeFor(StatusCode code) {
 
 grpc::Status ToGrpcStatus(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(GrpcCodeFor(status.code()), status.message());
+  // The message travels in the grpc-message trailer, percent-encoded (up to three bytes per byte), and clients
+  // refuse metadata past 8 KiB by default: a message that quotes a 100 KB model name failed that call and others on
+  // the same channel. Bounded here, on a UTF-8 boundary, for every call.
+  return grpc::Status(GrpcCodeFor(status.code()), TruncateUtf8(status.message(), kMaxGrpcMessageBytes));
 }
 
 std::string_view GrpcCodeName(grpc::StatusCode code) {

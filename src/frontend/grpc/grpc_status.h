@@ -11,7 +11,11 @@ namespace weft {
 // The gRPC code for an error code: the one place where this frontend maps errors to gRPC.
 grpc::StatusCode GrpcCodeFor(StatusCode code);
 
-// The status a call finishes with: the mapped code and the message (empty and OK for an ok status).
+// The longest error message a call carries; longer ones are cut with "... (N more bytes)".
+inline constexpr size_t kMaxGrpcMessageBytes = 1024;
+
+// The status a call finishes with: the mapped code and the message, at most kMaxGrpcMessageBytes (empty and OK for
+// an ok status).
 grpc::Status ToGrpcStatus(const Status& status);
 
 // The canonical name of a gRPC code ("OK", "INVALID_ARGUMENT", ...), for metric labels.

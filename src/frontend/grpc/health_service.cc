@@ -1,41 +1,86 @@
 #include "frontend/grpc/health_service.h"
 
-#include <atomic>
+#include <optional>
 
 namespace weft {
 
-namespace {
-
 using grpc::health::v1::HealthCheckResponse;
+
+namespace {
 
 bool KnownService(const std::string& service) { return service.empty() || service == "inference.GRPCInferenceService"; }
 
-HealthCheckResponse::ServingStatus StatusOf(const Engine& engine) {
-  return engine.Ready() ? HealthCheckResponse::SERVING : HealthCheckResponse::NOT_SERVING;
-}
+}  // namespace
 
-// Sends one status, then waits for the client to leave (or the server to stop, which cancels the call).
-class WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse> {
+// Sends the status, then a change of it (NOT_SERVING when the server drains), then waits for the client to leave
+// (or the server to stop, which cancels the call). One write at a time: a change that comes while a write is in
+// progress is sent after it.
+class GrpcHealthService::WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse> {
  public:
-  explicit WatchReactor(HealthCheckResponse::ServingStatus status) {
+  // `service` null: an unknown service, whose status never changes.
+  WatchReactor(GrpcHealthService* service, HealthCheckResponse::ServingStatus status) : service_(service) {
     response_.set_status(status);
+    writing_ = true;
     StartWrite(&response_);
   }
+
+  // A new status for the client. Called under the service's mu_, so the reactor is alive.
+  void Update(HealthCheckResponse::ServingStatus status) {
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      if (writing_) {
+        pending_ = status;
+        return;
+      }
+      if (status == response_.status()) return;
+      response_.set_status(status);
+      writing_ = true;
+    }
+    StartWrite(&response_);  // outside mu_: gRPC may run OnWriteDone on another thread before it returns
+  }
+
   void OnWriteDone(bool ok) override {
-    if (!ok) FinishOnce(grpc::Status::CANCELLED);
+    if (!ok) return FinishOnce(grpc::Status::CANCELLED);
+    {
+      std::lock_guard lock(mu_);
+      writing_ = false;
+      if (finished_ || !pending_ || *pending_ == response_.status()) return;
+      response_.set_status(*pending_);
+      pending_.reset();
+      writing_ = true;
+    }
+    StartWrite(&response_);
   }
   void OnCancel() override { FinishOnce(grpc::Status::CANCELLED); }
-  void OnDone() override { delete this; }
+  void End() { FinishOnce(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down")); }
+  void OnDone() override {
+    if (service_) service_->Forget(this);
+    delete this;
+  }
 
  private:
   void FinishOnce(const grpc::Status& status) {
-    if (!finished_.exchange(true)) Finish(status);
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+    }
+    Finish(status);
   }
-  HealthCheckResponse response_;
-  std::atomic<bool> finished_{false};
+
+  GrpcHealthService* const service_;
+  std::mutex mu_;
+  HealthCheckResponse response_;                               // guarded by mu_ while no write uses it
+  bool writing_ = false;                                       // guarded by mu_
+  std::optional<HealthCheckResponse::ServingStatus> pending_;  // guarded by mu_
+  bool finished_ = false;                                      // guarded by mu_
 };
 
-}  // namespace
+HealthCheckResponse::ServingStatus GrpcHealthService::Status() const {
+  return !draining_.load(std::memory_order_relaxed) && engine_->Ready() ? HealthCheckResponse::SERVING
+                                                                        : HealthCheckResponse::NOT_SERVING;
+}
 
 grpc::ServerUnaryReactor* GrpcHealthService::Check(grpc::CallbackServerContext* context,
                                                    const grpc::health::v1::HealthCheckRequest* request,
@@ -46,7 +91,7 @@ grpc::ServerUnaryReactor* GrpcHealthService::Check(grpc::CallbackServerContext* 
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service '" + request->service() + "'"));
     return reactor;
   }
-  response->set_status(StatusOf(*engine_));
+  response->set_status(Status());
   counters_->Count(GrpcEndpoint::kHealth, StatusCode::kOk);
   reactor->Finish(grpc::Status::OK);
   return reactor;
@@ -55,7 +100,28 @@ grpc::ServerUnaryReactor* GrpcHealthService::Check(grpc::CallbackServerContext* 
 grpc::ServerWriteReactor<HealthCheckResponse>* GrpcHealthService::Watch(
     grpc::CallbackServerContext*, const grpc::health::v1::HealthCheckRequest* request) {
   counters_->Count(GrpcEndpoint::kHealth, StatusCode::kOk);
-  return new WatchReactor(KnownService(request->service()) ? StatusOf(*engine_) : HealthCheckResponse::SERVICE_UNKNOWN);
+  if (!KnownService(request->service())) return new WatchReactor(nullptr, HealthCheckResponse::SERVICE_UNKNOWN);
+  std::lock_guard lock(mu_);
+  // Under mu_, so that a BeginDraining that comes now either finds the watch or is seen by Status().
+  auto* watch = new WatchReactor(this, Status());
+  watches_.insert(watch);
+  return watch;
+}
+
+void GrpcHealthService::BeginDraining() {
+  std::lock_guard lock(mu_);
+  draining_.store(true, std::memory_order_relaxed);
+  for (WatchReactor* watch : watches_) watch->Update(HealthCheckResponse::NOT_SERVING);
+}
+
+void GrpcHealthService::EndWatches() {
+  std::lock_guard lock(mu_);
+  for (WatchReactor* watch : watches_) watch->End();
+}
+
+void GrpcHealthService::Forget(WatchReactor* watch) {
+  std::lock_guard lock(mu_);
+  watches_.erase(watch);
 }
 
 }  // namespace weft

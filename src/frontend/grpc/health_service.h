@@ -2,6 +2,10 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+#include <mutex>
+#include <unordered_set>
+
 #include "engine/engine.h"
 #include "frontend/grpc/request_counters.h"
 #include "health.grpc.pb.h"
@@ -9,11 +13,14 @@
 namespace weft {
 
 // grpc.health.v1.Health for probes and load balancers. The server ("") and inference.GRPCInferenceService are
-// SERVING when every model in the repository is ready, NOT_SERVING otherwise; other names are NOT_FOUND (Check)
-// or SERVICE_UNKNOWN (Watch). The engine's model set is fixed for its life, so Watch sends one status and then
-// holds the stream open until the client leaves or the server stops. Thread-safe.
+// SERVING when every model in the repository is ready and the server is not shutting down, NOT_SERVING otherwise;
+// other names are NOT_FOUND (Check) or SERVICE_UNKNOWN (Watch). The engine's model set is fixed for its life, so
+// the only change a Watch stream can see is BeginDraining's NOT_SERVING; it sends the first status, that change if
+// it comes, and holds the stream open until the client leaves or the server stops (EndWatches). Thread-safe.
 class GrpcHealthService final : public grpc::health::v1::Health::CallbackService {
  public:
+  class WatchReactor;
+
   // `engine` and `counters` must outlive the service and every call.
   GrpcHealthService(const Engine* engine, GrpcRequestCounters* counters) : engine_(engine), counters_(counters) {}
 
@@ -23,9 +30,22 @@ class GrpcHealthService final : public grpc::health::v1::Health::CallbackService
   grpc::ServerWriteReactor<grpc::health::v1::HealthCheckResponse>* Watch(
       grpc::CallbackServerContext* context, const grpc::health::v1::HealthCheckRequest* request) override;
 
+  // The server is shutting down: NOT_SERVING from now on, sent to every open Watch too. Idempotent.
+  void BeginDraining();
+  // The server stops: every open Watch ends (UNAVAILABLE), so that none holds the stop until its deadline.
+  void EndWatches();
+
  private:
+  friend class WatchReactor;
+  grpc::health::v1::HealthCheckResponse::ServingStatus Status() const;
+  void Forget(WatchReactor* watch);
+
   const Engine* const engine_;
   GrpcRequestCounters* const counters_;
+  std::atomic<bool> draining_{false};
+  std::mutex mu_;
+  // Watches of a known service, until their OnDone; a reactor is deleted only after it has left this set.
+  std::unordered_set<WatchReactor*> watches_;  // guarded by mu_
 };
 
 }  // namespace weft

@@ -303,7 +303,9 @@ Result<DecodedModelInfer> DecodeModelInferRequest(std::shared_ptr<const ModelInf
         if (typed || (raw && !m.raw_input_contents(i).empty())) {
           return InvalidArgument("names a shared memory region and also carries data");
         }
-        return SharedMemoryInput(*shared_memory, *ref, input.name(), *type, *shape);
+        WEFT_ASSIGN_OR_RETURN(SharedMemorySlice slice, shared_memory->Slice(*ref));
+        out.shared_memory_inputs.push_back(slice);
+        return SharedMemoryInput(slice, input.name(), *type, *shape);
       }
       if (raw) return FromRaw(m.raw_input_contents(i), message, input.name(), *type, *shape);
       if (typed || ElementCount(*shape) == 0) return FromTypedContents(input.contents(), input.name(), *type, *shape);
@@ -317,7 +319,8 @@ Result<DecodedModelInfer> DecodeModelInferRequest(std::shared_ptr<const ModelInf
 }
 
 Status EncodeModelInferResponse(const InferenceResponse& response, const std::vector<std::string>& requested,
-                                const SharedMemoryOutputs& shared_memory_outputs, ModelInferResponse* out) {
+                                const SharedMemoryOutputs& shared_memory_outputs,
+                                std::span<const SharedMemorySlice> shared_memory_inputs, ModelInferResponse* out) {
   std::vector<const Tensor*> outputs;
   if (requested.empty()) {
     for (const Tensor& t : response.outputs) outputs.push_back(&t);
@@ -355,7 +358,8 @@ Status EncodeModelInferResponse(const InferenceResponse& response, const std::ve
     parameters["shared_memory_region"].set_string_param(shm->second.region);
     parameters["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(t->byte_size()));
   }
-  return Status::Ok();
+  // After the outputs are written: a truncation during the writes must fail the request too.
+  return CheckSharedMemoryIntact(shared_memory_inputs, shared_memory_outputs);
 }
 
 }  // namespace weft

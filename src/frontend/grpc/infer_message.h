@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,8 @@ namespace weft {
 
 struct DecodedModelInfer {
   std::unique_ptr<InferenceRequest> request;
-  SharedMemoryOutputs shared_memory_outputs;  // requested outputs that go to shared memory
+  SharedMemoryOutputs shared_memory_outputs;            // requested outputs that go to shared memory
+  std::vector<SharedMemorySlice> shared_memory_inputs;  // where inputs were read from: checked before the answer
 };
 
 // A model_version string as the engine takes it: "" = 0 (the server's choice). NotFound for anything that is not a
@@ -38,9 +40,12 @@ Result<DecodedModelInfer> DecodeModelInferRequest(std::shared_ptr<const inferenc
 // Fills `out` with the outputs that `request` asked for, in its order (every output when it asked for none).
 // Output bytes go to raw_output_contents; an output placed in shared memory is written there, and its entry in
 // raw_output_contents stays empty (so that entry i still belongs to outputs[i]) and its parameters name the
-// region and the bytes written. InvalidArgument when an output does not fit its shared memory window; Internal
+// region and the bytes written. InvalidArgument when an output does not fit its shared memory window, or when the
+// client truncated a region of the request's inputs or outputs while it ran (CheckSharedMemoryIntact); Internal
 // when the response lacks a requested output or an output's bytes do not match its type and shape.
 Status EncodeModelInferResponse(const InferenceResponse& response, const std::vector<std::string>& requested,
-                                const SharedMemoryOutputs& shared_memory_outputs, inference::ModelInferResponse* out);
+                                const SharedMemoryOutputs& shared_memory_outputs,
+                                std::span<const SharedMemorySlice> shared_memory_inputs,
+                                inference::ModelInferResponse* out);
 
 }  // namespace weft

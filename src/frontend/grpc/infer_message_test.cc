@@ -179,6 +179,12 @@ TEST(InferMessageTest, RawInputsAreChecked) {
   AddInput(bytes.get(), "s", "BYTES", {1});
   bytes->add_raw_input_contents(std::string("\x05\x00\x00\x00hi", 6));
   ExpectError(bytes, StatusCode::kInvalidArgument, "overruns");
+
+  // Hardening issue, item 1: the raw path answered OK for [2^62 + 2] FP32 over 8 bytes (4 * (2^62 + 2) wraps to 8).
+  auto wrapped = NewRequest();
+  AddInput(wrapped.get(), "a", "FP32", {4611686018427387906});
+  wrapped->add_raw_input_contents(std::string(8, '\0'));
+  ExpectError(wrapped, StatusCode::kInvalidArgument, "larger than 2^64 bytes");
 }
 
 TEST(InferMessageTest, ParametersVersionAndOutputs) {
@@ -287,7 +293,9 @@ TEST(InferMessageTest, SharedMemoryInputsAndOutputs) {
   response.outputs.back().set_name("y");
   response.outputs.push_back(Tensor::FromBytes("z", DataType::kInt32, {1}, std::vector<std::byte>(4, std::byte{1})));
   ModelInferResponse encoded;
-  ASSERT_TRUE(EncodeModelInferResponse(response, {"y", "z"}, decoded->shared_memory_outputs, &encoded).ok());
+  ASSERT_TRUE(EncodeModelInferResponse(response, {"y", "z"}, decoded->shared_memory_outputs,
+                                       decoded->shared_memory_inputs, &encoded)
+                  .ok());
   ASSERT_EQ(encoded.outputs_size(), 2);
   ASSERT_EQ(encoded.raw_output_contents_size(), 2);
   EXPECT_EQ(encoded.raw_output_contents(0), "");  // in shared memory
@@ -309,6 +317,14 @@ TEST(InferMessageTest, SharedMemoryInputsAndOutputs) {
   auto* n = AddInput(no_size.get(), "x", "FP32", {2});
   (*n->mutable_parameters())["shared_memory_region"].set_string_param("r");
   EXPECT_EQ(Decode(no_size, &registry).status().code(), StatusCode::kInvalidArgument);
+
+  // Hardening issue, item 1, through shared memory: [2^62 + 2] FP32 over an 8-byte window.
+  auto wrapped = NewRequest();
+  auto* w = AddInput(wrapped.get(), "x", "FP32", {4611686018427387906});
+  (*w->mutable_parameters())["shared_memory_region"].set_string_param("r");
+  (*w->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
+  auto overflow = Decode(wrapped, &registry);
+  EXPECT_EQ(overflow.status().code(), StatusCode::kInvalidArgument) << overflow.status().ToString();
 }
 
 TEST(InferMessageTest, EncodesEveryOutputInOrderOrTheRequestedOnes) {
@@ -317,7 +333,7 @@ TEST(InferMessageTest, EncodesEveryOutputInOrderOrTheRequestedOnes) {
   response.outputs.push_back(
       Tensor::FromBytes("b", DataType::kBytes, {1}, JoinBytesElements(std::vector<std::string>{"q"})));
   ModelInferResponse all;
-  ASSERT_TRUE(EncodeModelInferResponse(response, {}, {}, &all).ok());
+  ASSERT_TRUE(EncodeModelInferResponse(response, {}, {}, {}, &all).ok());
   EXPECT_EQ(all.model_name(), "m");
   EXPECT_EQ(all.model_version(), "2");
   EXPECT_EQ(all.id(), "abc");
@@ -328,12 +344,12 @@ TEST(InferMessageTest, EncodesEveryOutputInOrderOrTheRequestedOnes) {
   EXPECT_EQ(all.raw_output_contents(1), std::string("\x01\x00\x00\x00q", 5));
 
   ModelInferResponse one;
-  ASSERT_TRUE(EncodeModelInferResponse(response, {"b"}, {}, &one).ok());
+  ASSERT_TRUE(EncodeModelInferResponse(response, {"b"}, {}, {}, &one).ok());
   ASSERT_EQ(one.outputs_size(), 1);
   EXPECT_EQ(one.outputs(0).name(), "b");
 
   ModelInferResponse missing;
-  EXPECT_EQ(EncodeModelInferResponse(response, {"c"}, {}, &missing).code(), StatusCode::kInternal);
+  EXPECT_EQ(EncodeModelInferResponse(response, {"c"}, {}, {}, &missing).code(), StatusCode::kInternal);
 }
 
 }  // namespace

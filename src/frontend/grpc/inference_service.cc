@@ -82,7 +82,7 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ServerLive(Context* c, cons
 
 GrpcInferenceService::Reactor* GrpcInferenceService::ServerReady(Context* c, const ServerReadyRequest*,
                                                                  ServerReadyResponse* r) {
-  r->set_ready(services_.engine->Ready());
+  r->set_ready(!draining_.load(std::memory_order_relaxed) && services_.engine->Ready());
   return Answer(c, GrpcEndpoint::kHealth, Status::Ok());
 }
 
@@ -143,16 +143,18 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ModelInfer(Context* c, cons
   struct Pending {
     std::vector<std::string> requested;
     SharedMemoryOutputs shared_memory_outputs;
+    std::vector<SharedMemorySlice> shared_memory_inputs;
   };
-  auto pending =
-      std::make_shared<Pending>(Pending{request->requested_outputs, std::move(decoded->shared_memory_outputs)});
+  auto pending = std::make_shared<Pending>(Pending{
+      request->requested_outputs, std::move(decoded->shared_memory_outputs), std::move(decoded->shared_memory_inputs)});
   const InferServices* services = &services_;
   services_.engine->Submit(
       std::move(request), [services, reactor, response, pending](Result<InferenceResponse> result) {
         EncodeSoonAfter(*services, result, [services, reactor, response, pending, result] {
-          Status status = result.ok() ? EncodeModelInferResponse(*result, pending->requested,
-                                                                 pending->shared_memory_outputs, response)
-                                      : result.status();
+          Status status = result.ok()
+                              ? EncodeModelInferResponse(*result, pending->requested, pending->shared_memory_outputs,
+                                                         pending->shared_memory_inputs, response)
+                              : result.status();
           services->counters->Count(GrpcEndpoint::kInfer, status.code());
           reactor->Finish(ToGrpcStatus(status));
         });

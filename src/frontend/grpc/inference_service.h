@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,10 @@ class GrpcInferenceService final : public inference::GRPCInferenceService::Callb
   // Everything in `services` and `metrics` must outlive the service and every call it started.
   GrpcInferenceService(const InferServices& services, SharedMemoryRegistry* shared_memory, MetricsRegistry* metrics,
                        Options options);
+
+  // The server is shutting down: ServerReady answers false from now on; everything else goes on serving.
+  // Thread-safe; idempotent.
+  void BeginDraining() { draining_.store(true, std::memory_order_relaxed); }
 
   using Reactor = grpc::ServerUnaryReactor;
   using Context = grpc::CallbackServerContext;
@@ -86,6 +91,7 @@ class GrpcInferenceService final : public inference::GRPCInferenceService::Callb
   MetricsRegistry* const metrics_;
   const Options options_;
   InferMessageAllocator allocator_;
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace weft

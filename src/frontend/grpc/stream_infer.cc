@@ -37,10 +37,37 @@ void EncodeSoonAfter(const InferServices& services, const Result<InferenceRespon
   }
 }
 
+void StreamRegistry::Add(StreamInferReactor* stream) {
+  std::lock_guard lock(mu_);
+  streams_.insert(stream);
+}
+
+void StreamRegistry::Remove(StreamInferReactor* stream) {
+  std::lock_guard lock(mu_);
+  streams_.erase(stream);
+}
+
+void StreamRegistry::EndAll() {
+  // Under mu_: a stream is deleted only after Remove, which waits for it.
+  std::lock_guard lock(mu_);
+  for (StreamInferReactor* stream : streams_) stream->EndWhenIdle();
+}
+
 StreamInferReactor::StreamInferReactor(grpc::CallbackServerContext* context, const InferServices& services)
     : context_(context), services_(services) {
+  if (services_.streams) services_.streams->Add(this);
   reading_ = std::make_shared<inference::ModelInferRequest>();
   StartRead(reading_.get());
+}
+
+void StreamInferReactor::EndWhenIdle() {
+  std::optional<grpc::Status> finish;
+  {
+    std::lock_guard lock(mu_);
+    ending_ = true;
+    finish = ShouldFinishLocked();
+  }
+  if (finish) Finish(*finish);
 }
 
 void StreamInferReactor::StartNextRead() {
@@ -68,8 +95,11 @@ void StreamInferReactor::OnReadDone(bool ok) {
   uint64_t seq;
   {
     std::lock_guard lock(mu_);
+    // Finished by EndWhenIdle while this read came in: nothing may be submitted any more (OnDone may come first).
+    if (finished_) return;
     message = std::move(reading_);
     seq = next_seq_++;
+    in_engine_[seq] = nullptr;  // unanswered from now on: the call cannot finish before its answer
   }
 
   Result<DecodedModelInfer> decoded =
@@ -95,18 +125,19 @@ void StreamInferReactor::OnReadDone(bool ok) {
     struct Pending {
       std::vector<std::string> requested;
       SharedMemoryOutputs shared_memory_outputs;
+      std::vector<SharedMemorySlice> shared_memory_inputs;
       std::string model_name, model_version, id;
     };
-    auto pending =
-        std::make_shared<Pending>(Pending{request->requested_outputs, std::move(decoded->shared_memory_outputs),
-                                          message->model_name(), message->model_version(), message->id()});
+    auto pending = std::make_shared<Pending>(Pending{
+        request->requested_outputs, std::move(decoded->shared_memory_outputs), std::move(decoded->shared_memory_inputs),
+        message->model_name(), message->model_version(), message->id()});
     services_.engine->Submit(std::move(request), [this, seq, pending](Result<InferenceResponse> result) {
       EncodeSoonAfter(services_, result, [this, seq, pending, result] {
         auto response = std::make_unique<Response>();
-        Status status = result.ok()
-                            ? EncodeModelInferResponse(*result, pending->requested, pending->shared_memory_outputs,
-                                                       response->mutable_infer_response())
-                            : result.status();
+        Status status =
+            result.ok() ? EncodeModelInferResponse(*result, pending->requested, pending->shared_memory_outputs,
+                                                   pending->shared_memory_inputs, response->mutable_infer_response())
+                        : result.status();
         if (!status.ok()) {
           response->Clear();
           response->set_error_message(status.message());
@@ -178,7 +209,9 @@ void StreamInferReactor::OnCancel() {
   {
     std::lock_guard lock(mu_);
     cancelled_ = true;
-    for (auto& [seq, token] : in_engine_) tokens.push_back(token);
+    for (auto& [seq, token] : in_engine_) {
+      if (token) tokens.push_back(token);
+    }
     resume = read_paused_ && !reads_done_;
     read_paused_ = false;
   }
@@ -187,7 +220,10 @@ void StreamInferReactor::OnCancel() {
   if (resume) StartNextRead();
 }
 
-void StreamInferReactor::OnDone() { delete this; }
+void StreamInferReactor::OnDone() {
+  if (services_.streams) services_.streams->Remove(this);
+  delete this;
+}
 
 StreamInferReactor::Response* StreamInferReactor::NextWriteLocked() {
   if (writing_ || write_failed_) return nullptr;
@@ -199,10 +235,12 @@ StreamInferReactor::Response* StreamInferReactor::NextWriteLocked() {
 }
 
 std::optional<grpc::Status> StreamInferReactor::ShouldFinishLocked() {
-  if (finished_ || !reads_done_ || !in_engine_.empty() || writing_) return std::nullopt;
+  if (finished_ || !(reads_done_ || ending_) || !in_engine_.empty() || writing_) return std::nullopt;
   if (!write_failed_ && !ready_.empty()) return std::nullopt;
   finished_ = true;
-  return cancelled_ ? grpc::Status::CANCELLED : grpc::Status::OK;
+  if (cancelled_) return grpc::Status::CANCELLED;
+  if (!reads_done_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+  return grpc::Status::OK;
 }
 
 }  // namespace weft

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <unordered_set>
 
 #include "engine/engine.h"
 #include "frontend/grpc/request_counters.h"
@@ -18,6 +19,22 @@
 
 namespace weft {
 
+class StreamInferReactor;
+
+// The ModelStreamInfer calls open now, so that a stop can end them: a stream its client keeps open would hold the
+// stop until its deadline. Thread-safe.
+class StreamRegistry {
+ public:
+  void Add(StreamInferReactor* stream);
+  void Remove(StreamInferReactor* stream);  // from the stream's OnDone, before it is deleted
+  // Every open stream finishes (UNAVAILABLE) as soon as it has answered what it has read.
+  void EndAll();
+
+ private:
+  std::mutex mu_;
+  std::unordered_set<StreamInferReactor*> streams_;  // guarded by mu_
+};
+
 // What the inference calls use; everything outlives every call (the server stops before they go away).
 struct InferServices {
   Engine* engine = nullptr;
@@ -25,7 +42,8 @@ struct InferServices {
   GrpcRequestCounters* counters = nullptr;
   WorkQueue* encoder = nullptr;  // builds responses bigger than inline_encode_bytes
   size_t inline_encode_bytes = 0;
-  size_t max_stream_in_flight = 0;  // requests read from one stream and not yet answered
+  size_t max_stream_in_flight = 0;    // requests read from one stream and not yet answered
+  StreamRegistry* streams = nullptr;  // null: streams are not tracked
 };
 
 // Sets the request's deadline from the call's: the earlier of the two wins. An infinite gRPC deadline leaves it
@@ -42,8 +60,9 @@ void EncodeSoonAfter(const InferServices& services, const Result<InferenceRespon
 // becomes a response whose error_message says why, and the stream stays open. Reading pauses while
 // max_stream_in_flight requests are unanswered, so a client that does not read cannot make the server buffer
 // without bound. A cancelled call cancels every request it still has in the engine. Finishes OK after the
-// client's last request has been answered. Deletes itself when gRPC is done with it (OnDone), which happens only
-// after every engine callback has returned.
+// client's last request has been answered, or UNAVAILABLE after EndWhenIdle once what was read has been answered
+// (a request read after that is dropped: the status tells the client). Deletes itself when gRPC is done with it
+// (OnDone), which happens only after every engine callback has returned.
 class StreamInferReactor final
     : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
  public:
@@ -53,6 +72,8 @@ class StreamInferReactor final
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
   void OnDone() override;
+  // The server stops: finish once nothing read is left unanswered.
+  void EndWhenIdle();
 
  private:
   using Response = inference::ModelStreamInferResponse;
@@ -80,6 +101,7 @@ class StreamInferReactor final
   bool write_failed_ = false;                                   // guarded by mu_; the client is gone
   bool cancelled_ = false;                                      // guarded by mu_
   bool finished_ = false;                                       // guarded by mu_
+  bool ending_ = false;                                         // guarded by mu_; EndWhenIdle was called
 };
 
 }  // namespace weft

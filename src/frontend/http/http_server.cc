@@ -1,5 +1,9 @@
 #include "frontend/http/http_server.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
@@ -27,6 +31,8 @@
 
 #include "base/json_string.h"
 #include "base/log.h"
+#include "base/retry.h"
+#include "frontend/http/unsent_bytes.h"
 
 namespace weft {
 
@@ -44,6 +50,10 @@ constexpr size_t kWatchReadChunk = 4096;
 // After a response that closes the connection, unread request bytes are drained this long so that the client
 // sees the response instead of a reset (a 413 is usually sent while the client is still sending).
 constexpr std::chrono::milliseconds kLingerOnClose{2000};
+// Lines about failing accepts and refused connections: at most one per this long, each with a count.
+constexpr std::chrono::seconds kAcceptLogInterval{5};
+// Connections waiting in the listen backlog that BeginShutdown still takes in, at most.
+constexpr int kBacklogAtShutdown = 4096;
 
 // The body byte that `header` names (the binary tensor data extension's offset), 0 when the header is absent or
 // not a number: RequestBody::Prepare aligns it.
@@ -129,6 +139,23 @@ HttpResponse PlainError(unsigned status, std::string_view message) {
   return r;
 }
 
+// What a client gets instead of an answer that would take the unsent response bytes past their bound. 429, as for
+// the engine's byte budget: the server is fine, only busy, and the client may retry.
+HttpResponse UnsentBoundResponse(const UnsentBytes& unsent, bool close) {
+  HttpResponse r = PlainError(429, "the server holds " + std::to_string(unsent.held()) +
+                                       " bytes of responses that their clients have not read yet (its bound is " +
+                                       std::to_string(unsent.bound()) + "): retry later");
+  r.headers.emplace_back("Retry-After", "1");
+  r.close = close;
+  return r;
+}
+
+// Out of descriptors (or kernel memory): the next accept fails the same way until something is closed.
+bool IsResourceExhaustion(const error_code& ec) {
+  return ec == net::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system ||
+         ec == net::error::no_buffer_space || ec == net::error::no_memory;
+}
+
 }  // namespace
 
 namespace internal {
@@ -141,22 +168,43 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   ServerCore(HttpServer::Options o, HttpHandler* h)
       : ioc(std::max(1, o.io_threads)),
         acceptor(net::make_strand(ioc)),
+        accept_timer(acceptor.get_executor()),
+        deadline_timer(net::make_strand(ioc)),
         work(ioc.get_executor()),
         options(std::move(o)),
-        handler(h) {}
+        handler(h),
+        unsent(options.max_unsent_response_bytes, HttpServer::kAlwaysSentBytes) {}
+
+  ~ServerCore() {
+    if (spare_fd >= 0) ::close(spare_fd);
+  }
 
   net::io_context ioc;
   tcp::acceptor acceptor;
+  net::steady_timer accept_timer;    // on the acceptor's strand: the wait after a failed accept
+  net::steady_timer deadline_timer;  // the shutdown deadline; used on its strand only
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   const HttpServer::Options options;
   HttpHandler* const handler;
+  UnsentBytes unsent;
+  std::atomic<uint64_t> answered_at_deadline{0};
 
-  std::mutex mu;
+  // Used on the acceptor's strand only.
+  Backoff backoff;
+  LogRateLimiter accept_log{kAcceptLogInterval};
+  LogRateLimiter limit_log{kAcceptLogInterval};
+  uint64_t shed_since_log = 0;  // connections closed for want of a descriptor since the last accept_log line
+  // A descriptor kept open to be given up when accept runs out of them: with it, the server accepts and closes
+  // the connections waiting in the backlog, so that their clients learn at once instead of timing out there.
+  int spare_fd = -1;
+
+  mutable std::mutex mu;
   // False before Start and once Stop has drained: nothing new is posted to ioc then.
   bool running = false;  // guarded by mu
-  // True from the moment Stop begins: no new connections, and each connection closes after its answer.
+  // True from the moment the shutdown begins: no new connections, and each connection closes after its answer.
   bool stopping = false;            // guarded by mu
-  int open_connections = 0;         // accepted and not yet closed; guarded by mu
+  SteadyTime deadline;              // guarded by mu; of the shutdown, once stopping
+  size_t open_connections = 0;      // accepted and not yet closed; guarded by mu
   std::condition_variable drained;  // signalled when open_connections drops to 0
   std::unordered_map<const Connection*, std::weak_ptr<Connection>> connections;  // guarded by mu
 };
@@ -176,20 +224,46 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ServerCore& core() { return *core_; }
   net::any_io_executor executor() { return socket_.get_executor(); }
 
-  void Start() {
-    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->ReadRequest(); });
+  // `shutting_down`: accepted after the shutdown began (from the backlog).
+  void Start(bool shutting_down) {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this(), shutting_down] {
+      self->ReadRequest();
+      if (shutting_down) self->BeginShutdown();
+    });
   }
 
-  // The handler's answer to the request in flight. Dropped when the connection is closed.
-  void Reply(HttpResponse response) {
-    if (closed_ || !in_flight_ || writing_) return;
-    WriteResponse(std::move(response));
+  // The handler's answer to the request in flight. Dropped when the connection is closed or has answered
+  // already (the shutdown deadline's 503); `answered` learns the status either way.
+  void Reply(HttpResponse response, const std::function<void(unsigned)>& answered = {}) {
+    if (closed_ || !in_flight_ || writing_) {
+      if (answered) answered(response.status);
+      return;
+    }
+    WriteResponse(std::move(response), answered);
   }
 
-  // Stop has begun: close now if idle, else after the answer in flight is written.
+  // The shutdown has begun: what is on the wire is still read and answered, the last answer with Connection:
+  // close. A connection waiting for its next request waits only shutdown_idle_grace more.
   void BeginShutdown() {
+    if (shutting_down_ || closed_) return;
     shutting_down_ = true;
-    if (!in_flight_ && !writing_) Close();
+    if (awaiting_request_) ArmShutdownGrace();
+  }
+
+  // The shutdown deadline: a request still unanswered is answered 503; a connection with no request in flight
+  // closes (one whose answer is being written gets until Stop's final grace).
+  void Expire() {
+    expired_ = true;
+    if (closed_ || writing_) return;
+    if (!in_flight_) return Close();
+    HttpResponse r = PlainError(503,
+                                "the server is shutting down and the request was not answered within its exit "
+                                "timeout");
+    r.close = false;  // the client is not sending: close at once after it, without lingering (expired_ closes)
+    WriteResponse(std::move(r));
+    core_->answered_at_deadline.fetch_add(1, std::memory_order_relaxed);
+    // After the answer is under way, so that whatever the cancellation triggers finds the request answered.
+    if (cancel_) cancel_->Cancel();
   }
 
   void Close() {
@@ -214,13 +288,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_->body_limit(core_->options.max_body_bytes);
     parser_->get().body().binary_offset_header = &core_->options.binary_offset_header;
     ArmTimer(core_->options.io_timeout);
+    awaiting_request_ = true;
     http::async_read_header(socket_, buffer_, *parser_,
                             [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(error_code ec) {
+    awaiting_request_ = false;
     if (closed_) return;
+    if (ec == net::error::operation_aborted && idle_closing_ && buffer_.size() > 0) {
+      // The shutdown's idle close raced with a request's first bytes: read it after all.
+      idle_closing_ = false;
+      return ReadRequest();
+    }
     if (ec) return OnReadError(ec);
+    idle_closing_ = false;
     arrival_ = std::chrono::steady_clock::now();
     const auto& message = parser_->get();
     if (!parser_->is_done() && beast::iequals(message[http::field::expect], "100-continue")) {
@@ -286,13 +368,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     keep_alive_ = false;
     method_ = http::verb::unknown;
     if (ec == http::error::body_limit) {
-      return WriteResponse(PlainError(
+      WriteResponse(PlainError(
           413, "request body exceeds the limit of " + std::to_string(core_->options.max_body_bytes) + " bytes"));
+    } else if (ec == http::error::header_limit) {
+      WriteResponse(PlainError(431, "request header is too large"));
+    } else if (IsDisconnect(ec)) {
+      Close();  // a client that leaves mid-request just goes away
+    } else {
+      WriteResponse(PlainError(400, "malformed HTTP request: " + ec.message()));
     }
-    if (ec == http::error::header_limit) return WriteResponse(PlainError(431, "request header is too large"));
-    // A client that leaves mid-request just goes away.
-    if (IsDisconnect(ec)) return Close();
-    WriteResponse(PlainError(400, "malformed HTTP request: " + ec.message()));
   }
 
   void Dispatch(RequestBody body);  // below PendingReply
@@ -322,13 +406,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return WatchSocket();
     }
     if (in_flight_ || writing_) return;  // the next request waits in buffer_
+    idle_closing_ = false;
     ReadRequest();
   }
 
-  void WriteResponse(HttpResponse response) {
-    writing_ = true;
-    close_after_ = response.close || !keep_alive_ || shutting_down_;
-    out_ = std::move(response);
+  // Bytes of a next request already here: in the buffer (pipelined) or in the socket.
+  bool MoreRequestBytes() {
+    error_code ec;
+    return buffer_.size() > 0 || socket_.available(ec) > 0;
+  }
+
+  // Puts the response's head and body into head_ and buffers_; returns the bytes they hold.
+  size_t Frame() {
+    // During shutdown the connection closes after this answer unless a next request is already here (it was on
+    // the wire before the client could know).
+    close_after_ = out_.close || !keep_alive_ || expired_ || (shutting_down_ && !MoreRequestBytes());
+    close_requested_ = out_.close;
     size_t length = out_.body.size();
     for (const auto& s : out_.segments) length += s.bytes.size();
 
@@ -357,18 +450,40 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
     buffers_.clear();
     buffers_.push_back(net::buffer(head_));
+    size_t bytes = head_.size();
     if (method_ != http::verb::head) {
       if (!out_.body.empty()) buffers_.push_back(net::buffer(out_.body));
       for (const auto& s : out_.segments) {
         if (!s.bytes.empty()) buffers_.push_back(net::buffer(s.bytes.data(), s.bytes.size()));
       }
+      bytes += length;
     }
+    return bytes;
+  }
+
+  // Starts writing `response`, or the 429 that replaces it past the bound on unsent bytes. `answered` learns the
+  // status that goes out before the client can see it (so that a count is there once the client has its answer).
+  void WriteResponse(HttpResponse response, const std::function<void(unsigned)>& answered = {}) {
+    writing_ = true;
+    awaiting_request_ = false;
+    out_ = std::move(response);
+    size_t bytes = Frame();
+    if (!core_->unsent.TryReserve(bytes)) {
+      out_ = UnsentBoundResponse(core_->unsent, out_.close);  // drops the large answer's buffers now
+      bytes = Frame();
+      bool reserved = core_->unsent.TryReserve(bytes);
+      WEFT_CHECK(reserved) << "a " << bytes << "-byte error answer must always fit";
+    }
+    reserved_ = bytes;
+    if (answered) answered(out_.status);
     ArmTimer(core_->options.io_timeout);
     net::async_write(socket_, buffers_, TransferLargeChunks(),
                      [self = shared_from_this()](error_code ec, size_t) { self->OnWritten(ec); });
   }
 
   void OnWritten(error_code ec) {
+    core_->unsent.Release(reserved_);
+    reserved_ = 0;
     writing_ = false;
     out_ = HttpResponse();
     buffers_.clear();
@@ -376,11 +491,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec) return Close();
     in_flight_ = false;
     cancel_.reset();
-    // On shutdown the client has read what it sent for: close at once rather than linger.
-    if (shutting_down_) return Close();
-    if (close_after_) return BeginLingeringClose();
-    if (watching_) return ArmTimer(core_->options.io_timeout);  // the watch becomes the wait for the next request
-    ReadRequest();
+    if (close_after_) {
+      // On shutdown the client has read what it sent for: close at once rather than linger. An error that
+      // closes (413) lingers even then: its client may still be sending.
+      if (shutting_down_ && !close_requested_) return Close();
+      return BeginLingeringClose();
+    }
+    if (expired_) return Close();
+    if (watching_) {
+      ArmTimer(core_->options.io_timeout);  // the watch becomes the wait for the next request
+      awaiting_request_ = true;
+    } else {
+      ReadRequest();
+    }
+    if (shutting_down_ && awaiting_request_) ArmShutdownGrace();
   }
 
   void BeginLingeringClose() {
@@ -394,16 +518,38 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // One deadline for whatever the connection waits for now; when it passes, the connection closes.
   void ArmTimer(std::chrono::milliseconds timeout) {
+    grace_timer_ = false;
     timer_.expires_after(timeout);
     timer_.async_wait([self = shared_from_this()](error_code ec) {
       if (ec || self->closed_) return;
       // A wait that completed just before the timer was re-armed must not close the connection.
       if (self->timer_.expiry() > net::steady_timer::clock_type::now()) return;
-      self->Close();
+      self->OnTimer();
     });
   }
 
-  void DisarmTimer() { timer_.expires_at(net::steady_timer::time_point::max()); }
+  void DisarmTimer() {
+    grace_timer_ = false;
+    timer_.expires_at(net::steady_timer::time_point::max());
+  }
+
+  void ArmShutdownGrace() {
+    ArmTimer(core_->options.shutdown_idle_grace);
+    grace_timer_ = true;
+  }
+
+  void OnTimer() {
+    if (!grace_timer_) return Close();
+    grace_timer_ = false;
+    if (!awaiting_request_) return;
+    // A request's first bytes are here: it is on the wire, so it is read (within io_timeout) and answered.
+    if (MoreRequestBytes()) return ArmTimer(core_->options.io_timeout);
+    // Ends the pending read: one that has just read a request still delivers it, else it is aborted and the
+    // connection closes.
+    idle_closing_ = true;
+    error_code ec;
+    socket_.cancel(ec);
+  }
 
  private:
   const std::shared_ptr<ServerCore> core_;  // first: the socket and timer need its io_context
@@ -422,13 +568,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<CancelToken> cancel_;
   bool writing_ = false;
   bool close_after_ = false;
+  bool close_requested_ = false;  // the answer itself asked to close (an error such as 413)
+  size_t reserved_ = 0;           // the answer's bytes counted in core_->unsent
   std::string head_;
   HttpResponse out_;
   std::vector<net::const_buffer> buffers_;
 
   bool watching_ = false;
   bool draining_ = false;
+  // Waiting for the next request, with none of its bytes read yet (the header read or the watch is pending).
+  bool awaiting_request_ = false;
   bool shutting_down_ = false;
+  bool grace_timer_ = false;   // timer_ is the shutdown's wait for a next request
+  bool idle_closing_ = false;  // the shutdown cancelled the pending read of an idle connection
+  bool expired_ = false;       // the shutdown deadline has passed
   bool closed_ = false;
 };
 
@@ -448,17 +601,22 @@ class PendingReply {
     Post([response = std::move(response)](Connection& c) mutable { c.Reply(std::move(response)); });
   }
 
-  void SendBuilt(std::function<HttpResponse()> build) {
+  void SendBuilt(std::function<HttpResponse()> build, std::function<void(unsigned)> answered) {
     if (answered_.exchange(true)) return;
-    Post([build = std::move(build)](Connection& c) {
+    Post([build = std::move(build), answered = std::move(answered)](Connection& c) {
       HttpResponse response;
-      try {
-        response = build();
-      } catch (const std::exception& e) {
-        WEFT_LOG(Error) << "building an HTTP response threw: " << e.what();
-        response = PlainError(500, "internal error while encoding the response");
+      if (c.core().unsent.Saturated()) {
+        // Whatever it builds would be refused: spare the encoding and its memory.
+        response = UnsentBoundResponse(c.core().unsent, false);
+      } else {
+        try {
+          response = build();
+        } catch (const std::exception& e) {
+          WEFT_LOG(Error) << "building an HTTP response threw: " << e.what();
+          response = PlainError(500, "internal error while encoding the response");
+        }
       }
-      c.Reply(std::move(response));
+      c.Reply(std::move(response), answered);
     });
   }
 
@@ -509,7 +667,9 @@ void Connection::Dispatch(RequestBody body) {
 
 void HttpResponder::Send(HttpResponse response) const { reply_->Send(std::move(response)); }
 
-void HttpResponder::SendBuilt(std::function<HttpResponse()> build) const { reply_->SendBuilt(std::move(build)); }
+void HttpResponder::SendBuilt(std::function<HttpResponse()> build, std::function<void(unsigned)> answered) const {
+  reply_->SendBuilt(std::move(build), std::move(answered));
+}
 
 std::string_view HttpRequest::path() const {
   std::string_view t = target;
@@ -534,29 +694,112 @@ void RunIoThread(internal::ServerCore* core) {
   }
 }
 
-void Accept(internal::ServerCore* core) {
-  core->acceptor.async_accept(net::make_strand(core->ioc), [core](error_code ec, tcp::socket socket) {
-    if (ec == net::error::operation_aborted) return;
-    std::shared_ptr<internal::Connection> connection;
+void Accept(internal::ServerCore* core);
+
+// Takes in an accepted connection, or closes it at once past max_connections. On the acceptor's strand.
+void Admit(internal::ServerCore* core, tcp::socket socket) {
+  std::shared_ptr<internal::Connection> connection;
+  bool shutting_down = false;
+  size_t open = 0;
+  {
+    std::lock_guard lock(core->mu);
+    if (!core->running) return;
+    open = core->open_connections;
+    if (core->options.max_connections == 0 || open < core->options.max_connections) {
+      error_code ignored;
+      // Responses go out in one gather write; a small one must not wait for Nagle.
+      socket.set_option(tcp::no_delay(true), ignored);
+      connection = std::make_shared<internal::Connection>(core->shared_from_this(), std::move(socket));
+      core->connections.emplace(connection.get(), connection);
+      ++core->open_connections;
+      shutting_down = core->stopping;
+    }
+  }
+  if (connection) return connection->Start(shutting_down);
+  // Closed, not answered: a 503 would need the connection kept open until its client has read it, which is what
+  // the limit is there to refuse. No request has been read, so the client may safely retry elsewhere.
+  error_code ignored;
+  socket.close(ignored);
+  uint64_t held_back = 0;
+  if (core->limit_log.Allow(std::chrono::steady_clock::now(), &held_back)) {
+    WEFT_LOG(Warning) << "HTTP connection limit reached (" << open << " open, max_connections "
+                      << core->options.max_connections << "): closing new connections at once"
+                      << (held_back ? " (" + std::to_string(held_back) + " more since the last line)" : "");
+  }
+}
+
+// Out of descriptors: gives up the spare one to accept and close what waits in the backlog, then takes it back.
+// Returns the connections closed.
+uint64_t ShedBacklog(internal::ServerCore* core) {
+  if (core->spare_fd < 0) return 0;
+  ::close(core->spare_fd);
+  core->spare_fd = -1;
+  uint64_t shed = 0;
+  for (; shed < kBacklogAtShutdown; ++shed) {
+    int fd = ::accept4(core->acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) break;  // the backlog is empty, or another thread took the freed descriptor
+    ::close(fd);
+  }
+  core->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return shed;
+}
+
+void OnAcceptError(internal::ServerCore* core, const error_code& ec) {
+  // Retrying at once would fail the same way, thousands of times a second: wait, longer each time.
+  std::chrono::milliseconds wait = core->backoff.Failed();
+  if (IsResourceExhaustion(ec)) core->shed_since_log += ShedBacklog(core);
+  uint64_t held_back = 0;
+  if (core->accept_log.Allow(std::chrono::steady_clock::now(), &held_back)) {
+    WEFT_LOG(Warning) << "accepting an HTTP connection failed: " << ec.message() << "; retrying in " << wait.count()
+                      << " ms"
+                      << (held_back ? " (" + std::to_string(held_back) + " more failures since the last line)" : "")
+                      << (core->shed_since_log ? "; " + std::to_string(core->shed_since_log) +
+                                                     " waiting connections closed for want of a descriptor"
+                                               : "");
+    core->shed_since_log = 0;
+  }
+  core->accept_timer.expires_after(wait);
+  core->accept_timer.async_wait([core](error_code ec) {
+    if (ec) return;
     {
       std::lock_guard lock(core->mu);
       if (!core->running || core->stopping) return;
-      if (!ec) {
-        error_code ignored;
-        // Responses go out in one gather write; a small one must not wait for Nagle.
-        socket.set_option(tcp::no_delay(true), ignored);
-        connection = std::make_shared<internal::Connection>(core->shared_from_this(), std::move(socket));
-        core->connections.emplace(connection.get(), connection);
-        ++core->open_connections;
-      }
-    }
-    if (ec) {
-      WEFT_LOG(Warning) << "accepting an HTTP connection failed: " << ec.message();
-    } else {
-      connection->Start();
     }
     Accept(core);
   });
+}
+
+void Accept(internal::ServerCore* core) {
+  core->acceptor.async_accept(net::make_strand(core->ioc), [core](error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted) return;
+    if (ec) return OnAcceptError(core, ec);
+    if (uint64_t failures = core->backoff.Succeeded(); failures > 0) {
+      uint64_t held_back = 0;
+      if (core->accept_log.Allow(std::chrono::steady_clock::now(), &held_back)) {
+        WEFT_LOG(Info) << "accepting HTTP connections again after " << failures << " failed tries";
+      }
+    }
+    if (core->spare_fd < 0) core->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    bool stopping;
+    {
+      std::lock_guard lock(core->mu);
+      stopping = core->stopping;
+    }
+    Admit(core, std::move(socket));
+    if (!stopping) Accept(core);
+  });
+}
+
+// At shutdown: connections that completed their handshake wait in the listen backlog, some with a request sent.
+// Closing the listener would reset them; they are taken in and served like the others.
+void AcceptBacklog(internal::ServerCore* core) {
+  for (int i = 0; i < kBacklogAtShutdown; ++i) {
+    tcp::socket socket(net::make_strand(core->ioc));
+    error_code ec;
+    core->acceptor.accept(socket, ec);  // the acceptor is non-blocking: would_block once the backlog is empty
+    if (ec) return;
+    Admit(core, std::move(socket));
+  }
 }
 
 }  // namespace
@@ -578,17 +821,19 @@ Status HttpServer::Start() {
   if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) acceptor.bind(endpoint, ec);
   if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (!ec) acceptor.non_blocking(true, ec);
   if (ec) {
     acceptor.close(ec);
     return Unavailable("cannot listen on " + where + ": " + ec.message());
   }
   port_ = acceptor.local_endpoint(ec).port();
+  core_->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   {
     std::lock_guard lock(core_->mu);
     core_->running = true;
   }
   started_ = true;
-  Accept(core_.get());
+  net::post(acceptor.get_executor(), [core = core_.get()] { Accept(core); });
   for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
     threads_.emplace_back([core = core_.get()] { RunIoThread(core); });
   }
@@ -596,41 +841,76 @@ Status HttpServer::Start() {
   return Status::Ok();
 }
 
-void HttpServer::Stop() {
-  if (!started_ || stopped_) return;
-  stopped_ = true;
-  auto live_connections = [&] {
-    std::vector<std::shared_ptr<internal::Connection>> live;
-    for (auto& [_, weak] : core_->connections) {
-      if (auto c = weak.lock()) live.push_back(std::move(c));
-    }
-    return live;
-  };
-  // First drain: no new connections; idle ones close now, busy ones after their answer.
+void HttpServer::BeginShutdown(SteadyTime deadline) {
+  if (!started_ || shutdown_begun_) return;
+  shutdown_begun_ = true;
   std::vector<std::shared_ptr<internal::Connection>> live;
   {
     std::lock_guard lock(core_->mu);
     core_->stopping = true;
-    live = live_connections();
+    core_->deadline = deadline;
+    for (auto& [_, weak] : core_->connections) {
+      if (auto c = weak.lock()) live.push_back(std::move(c));
+    }
   }
   net::post(core_->acceptor.get_executor(), [core = core_.get()] {
+    core->accept_timer.cancel();
+    AcceptBacklog(core);
     error_code ec;
     core->acceptor.close(ec);
   });
   for (auto& c : live) net::post(c->executor(), [c] { c->BeginShutdown(); });
-  live.clear();
-  // Then close what is left; answers that come later are dropped.
+  net::post(core_->deadline_timer.get_executor(), [core = core_.get(), deadline] {
+    core->deadline_timer.expires_at(deadline);
+    core->deadline_timer.async_wait([core](error_code ec) {
+      if (ec) return;
+      std::vector<std::shared_ptr<internal::Connection>> live;
+      {
+        std::lock_guard lock(core->mu);
+        for (auto& [_, weak] : core->connections) {
+          if (auto c = weak.lock()) live.push_back(std::move(c));
+        }
+      }
+      for (auto& c : live) net::post(c->executor(), [c] { c->Expire(); });
+    });
+  });
+}
+
+void HttpServer::Stop() {
+  if (!started_ || stopped_) return;
+  if (!shutdown_begun_) BeginShutdown(std::chrono::steady_clock::now() + options_.drain_timeout);
+  stopped_ = true;
+  std::vector<std::shared_ptr<internal::Connection>> live;
   {
     std::unique_lock lock(core_->mu);
-    core_->drained.wait_for(lock, options_.drain_timeout, [&] { return core_->open_connections == 0; });
+    core_->drained.wait_until(lock, core_->deadline + kFinalAnswerGrace, [&] { return core_->open_connections == 0; });
     core_->running = false;
-    live = live_connections();
+    for (auto& [_, weak] : core_->connections) {
+      if (auto c = weak.lock()) live.push_back(std::move(c));
+    }
   }
+  // What is left had its chance: answers that come later are dropped.
   for (auto& c : live) net::post(c->executor(), [c] { c->Close(); });
   live.clear();
+  net::post(core_->deadline_timer.get_executor(), [core = core_.get()] { core->deadline_timer.cancel(); });
+  net::post(core_->acceptor.get_executor(), [core = core_.get()] {
+    core->accept_timer.cancel();
+    error_code ec;
+    core->acceptor.close(ec);
+  });
+  if (uint64_t cut = core_->answered_at_deadline.load(); cut > 0) {
+    WEFT_LOG(Warning) << "HTTP: " << cut << " requests still in flight at the shutdown deadline were answered 503";
+  }
   // The threads return once every connection has finished closing.
   core_->work.reset();
   threads_.clear();
+}
+
+size_t HttpServer::unsent_response_bytes() const { return core_->unsent.held(); }
+
+size_t HttpServer::open_connections() const {
+  std::lock_guard lock(core_->mu);
+  return core_->open_connections;
 }
 
 }  // namespace weft

@@ -64,8 +64,11 @@ class HttpResponder {
  public:
   void Send(HttpResponse response) const;
   // Runs `build` on the connection's I/O thread and sends what it returns: keeps response encoding off the
-  // caller's thread (an inference runner). `build` must not block.
-  void SendBuilt(std::function<HttpResponse()> build) const;
+  // caller's thread (an inference runner). `build` must not block. When the server already holds its bound of
+  // unsent response bytes (Options::max_unsent_response_bytes), `build` is not run, or a large answer it returns
+  // is not sent, and the client gets 429 instead. `answered`, when set, learns the status the client is
+  // answered with (for counting), on the I/O thread.
+  void SendBuilt(std::function<HttpResponse()> build, std::function<void(unsigned status)> answered = {}) const;
 
  private:
   friend class internal::PendingReply;
@@ -89,7 +92,8 @@ struct ServerCore;
 // An HTTP/1.1 server on Boost.Beast: a few I/O threads run every connection (no thread per connection), with
 // keep-alive, one request at a time per connection, and a watch on the socket while a request is in flight so
 // that a client that goes away cancels its request. Bodies over the limit are answered 413 and the connection is
-// closed. Thread-safe.
+// closed. Past max_connections a new connection is closed as soon as it is accepted; a failing accept (out of
+// descriptors) is retried after a growing wait, with a bounded log. Thread-safe.
 class HttpServer {
  public:
   struct Options {
@@ -101,13 +105,29 @@ class HttpServer {
     // Bounds reading one request (header, then body), writing one response, and how long an idle keep-alive
     // connection stays open.
     std::chrono::milliseconds io_timeout = std::chrono::seconds(60);
-    // How long Stop() waits for the answers to requests in flight before it closes their connections.
+    // Connections open at once (accepted and not yet closed); a connection past it is accepted and closed at
+    // once, so that its client learns now instead of waiting in the listen backlog. 0 = no limit.
+    size_t max_connections = 0;
+    // Bytes of responses being written, over all connections. A response that would take the total past it is
+    // replaced by 429 (with Retry-After), unless it is small (kAlwaysSentBytes) or would be the only one held.
+    // 0 = no bound.
+    size_t max_unsent_response_bytes = size_t{1} << 30;
+    // How long Stop() without BeginShutdown gives requests in flight (see BeginShutdown).
     std::chrono::milliseconds drain_timeout = std::chrono::seconds(5);
+    // During shutdown, how long a connection waiting for its next request stays open for one that is on its way
+    // (sent by a client that did not know yet). A request whose first bytes came in time is read to the end.
+    std::chrono::milliseconds shutdown_idle_grace = std::chrono::seconds(1);
     // A request header whose decimal value is the offset where binary data starts in the body (the binary
     // tensor data extension's Inference-Header-Content-Length). The body is laid out so that this offset is
     // aligned, which lets the first binary tensor be used in place. Empty = align the start of the body.
     std::string binary_offset_header = "Inference-Header-Content-Length";
   };
+
+  // Responses up to this size are always sent, whatever max_unsent_response_bytes: refusing them saves nothing.
+  static constexpr size_t kAlwaysSentBytes = 64 << 10;
+  // After the shutdown deadline, how long the error answers to requests still in flight get to be written before
+  // every connection is closed.
+  static constexpr std::chrono::milliseconds kFinalAnswerGrace{1000};
 
   // `handler` must stay valid until Stop() returns.
   HttpServer(Options options, HttpHandler* handler);
@@ -118,12 +138,23 @@ class HttpServer {
   // Binds, listens and starts the I/O threads. InvalidArgument for a bad address, Unavailable when the port
   // cannot be bound. Call once.
   Status Start();
-  // Stops accepting and closes idle connections; a connection with a request in flight gets its answer (with
-  // Connection: close) if it comes within drain_timeout, else it is closed and the request cancelled (its answer
-  // is dropped). Then joins the I/O threads. Idempotent; call from the owner's thread, never from a handler.
+  // Begins a graceful stop and returns at once. New connections are no longer accepted (those already in the
+  // listen backlog are, and treated like the others). Every connection serves what is already on its wire:
+  // the request in flight, requests that have arrived or arrive within shutdown_idle_grace; the last answer on
+  // each says Connection: close, then it closes. At `deadline`, a request still unanswered is answered 503 (and
+  // its CancelToken fired; a later answer from the handler is dropped), and every other connection closes.
+  // Later calls do nothing. Call from the owner's thread.
+  void BeginShutdown(SteadyTime deadline);
+  // BeginShutdown(now + drain_timeout) unless it was called, then waits until every connection has closed (at
+  // most until the deadline plus kFinalAnswerGrace), closes what is left and joins the I/O threads. Idempotent;
+  // call from the owner's thread, never from a handler.
   void Stop();
   // The bound port, once Start() succeeded.
   uint16_t port() const { return port_; }
+  // Bytes of responses being written now, over all connections (see max_unsent_response_bytes).
+  size_t unsent_response_bytes() const;
+  // Connections open now.
+  size_t open_connections() const;
 
  private:
   Options options_;
@@ -131,6 +162,7 @@ class HttpServer {
   std::vector<std::jthread> threads_;
   uint16_t port_ = 0;
   bool started_ = false;
+  bool shutdown_begun_ = false;
   bool stopped_ = false;
 };
 

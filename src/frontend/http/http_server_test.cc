@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "frontend/http/testing/held_responders.h"
 #include "frontend/http/testing/http_test_client.h"
 
 namespace weft {
@@ -65,12 +66,7 @@ class FakeHandler : public HttpHandler {
       r.segments.push_back({tail, std::as_bytes(std::span(tail->data(), tail->size()))});
       return responder.Send(std::move(r));
     }
-    if (path == "/hold") {
-      std::lock_guard lock(mu_);
-      held_.push_back({std::move(responder), request.cancel});
-      cv_.notify_all();
-      return;
-    }
+    if (path == "/hold") return held_.Hold(std::move(responder), request.cancel);
     if (path == "/drop") return;
     if (path == "/throw") throw std::runtime_error("handler failure");
     HttpResponse r;
@@ -83,26 +79,11 @@ class FakeHandler : public HttpHandler {
     return offset_header.empty() ? 0 : std::stoul(offset_header);
   }
 
-  // Waits until `n` requests are held; returns the cancel token of the last.
-  std::shared_ptr<CancelToken> WaitHeld(size_t n) {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, 10s, [&] { return held_.size() >= n; });
-    return held_.size() >= n ? held_[n - 1].second : nullptr;
-  }
-  void ReleaseHeld(unsigned status) {
-    std::lock_guard lock(mu_);
-    for (auto& [responder, cancel] : held_) {
-      HttpResponse r;
-      r.status = status;
-      responder.Send(std::move(r));
-    }
-    held_.clear();
-  }
+  std::shared_ptr<CancelToken> WaitHeld(size_t n) { return held_.WaitHeld(n); }
+  void ReleaseHeld(unsigned status) { held_.ReleaseHeld(status); }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::pair<HttpResponder, std::shared_ptr<CancelToken>>> held_;
+  testing::HeldResponders held_;
   std::vector<std::jthread> threads_;
 };
 
@@ -345,7 +326,7 @@ TEST_F(HttpServerTest, StopWaitsForTheAnswerInFlight) {
   auto cancel = handler_.WaitHeld(1);
   ASSERT_NE(cancel, nullptr);
   std::jthread stopper([&] { server_->Stop(); });
-  EXPECT_TRUE(idle.WaitForClose());  // idle connections close at once
+  EXPECT_TRUE(idle.WaitForClose());  // idle connections close after shutdown_idle_grace
   handler_.ReleaseHeld(201);
   TestResponse r = client.ReadResponse();
   ASSERT_TRUE(r.ok()) << r.error;
@@ -356,7 +337,7 @@ TEST_F(HttpServerTest, StopWaitsForTheAnswerInFlight) {
   EXPECT_TRUE(client.WaitForClose());
 }
 
-TEST_F(HttpServerTest, StopWithARequestInFlightReturnsAndLaterAnswersAreDropped) {
+TEST_F(HttpServerTest, StopWithARequestInFlightAnswers503AndLaterAnswersAreDropped) {
   HttpServer::Options options;
   options.drain_timeout = 100ms;
   StartServer(options);
@@ -366,6 +347,9 @@ TEST_F(HttpServerTest, StopWithARequestInFlightReturnsAndLaterAnswersAreDropped)
   ASSERT_NE(cancel, nullptr);
   server_->Stop();
   EXPECT_TRUE(cancel->cancelled());
+  TestResponse r = client.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.status, 503u);
   handler_.ReleaseHeld(200);
   server_.reset();
 }

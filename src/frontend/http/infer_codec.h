@@ -27,6 +27,9 @@ struct OutputFormat {
   std::map<std::string, bool> binary;  // per requested output: its parameter `binary_data`
   // Requested outputs placed in shared memory: written there, and listed in the response without data.
   SharedMemoryOutputs shared_memory;
+  // The shared memory the inputs were read from. Not about outputs, but checked with them before the answer: a
+  // client that truncated a region under the request gets an error rather than results computed from zeros.
+  std::vector<SharedMemorySlice> shared_memory_inputs;
 
   bool IsBinary(const std::string& output) const;
 };
@@ -75,7 +78,8 @@ struct EncodedInferResponse {
 // Encodes `{"model_name", "model_version", "id", "outputs"}` with the outputs `format` asks for, in its order.
 // Outputs placed in shared memory are written to it and listed without data, with the parameters
 // `shared_memory_region` and `shared_memory_byte_size` (the bytes written). InvalidArgument when a BYTES output
-// that is not UTF-8 is asked for as JSON or an output does not fit its shared memory window; Internal when the
+// that is not UTF-8 is asked for as JSON, an output does not fit its shared memory window, or the client truncated
+// one of the request's regions while it ran (CheckSharedMemoryIntact); Internal when the
 // response lacks a requested output or an output's bytes do not match its type and shape.
 Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& response, const OutputFormat& format);
 

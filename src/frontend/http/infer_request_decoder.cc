@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "base/checked_math.h"
 #include "frontend/http/float16.h"
 #include "frontend/http/infer_codec.h"
 #include "frontend/http/request_body.h"
@@ -134,9 +135,35 @@ std::optional<float> ToFloat(double v) {
   return static_cast<float>(v);
 }
 
+// "NaN", "Infinity" and "-Infinity": how the encoder writes non-finite values (JSON has no spelling for them).
+std::optional<double> NonFinite(dom::element e) {
+  if (e.type() != Type::STRING) return std::nullopt;
+  std::string_view s = e.get_string().value_unsafe();
+  if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  if (s == "Infinity") return std::numeric_limits<double>::infinity();
+  if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+  return std::nullopt;
+}
+
 Status StoreFloating(dom::element e, int64_t index, DataType type, std::byte* dst) {
+  if (std::optional<double> special = NonFinite(e)) {
+    if (type == DataType::kFp64) {
+      std::memcpy(dst + index * 8, &*special, 8);
+    } else if (type == DataType::kFp32) {
+      const float f = static_cast<float>(*special);
+      std::memcpy(dst + index * 4, &f, 4);
+    } else {
+      const float f = static_cast<float>(*special);
+      const uint16_t bits = type == DataType::kFp16 ? FloatToHalf(f) : FloatToBfloat16(f);
+      std::memcpy(dst + index * 2, &bits, 2);
+    }
+    return Status::Ok();
+  }
   std::optional<double> number = AsNumber(e);
-  if (!number) return ElementError(index, "expected a number for " + std::string(DataTypeName(type)));
+  if (!number) {
+    return ElementError(
+        index, "expected a number (or \"NaN\", \"Infinity\", \"-Infinity\") for " + std::string(DataTypeName(type)));
+  }
   auto out_of_range = [&] {
     return ElementError(index, std::to_string(*number) + " is out of range for " + std::string(DataTypeName(type)));
   };
@@ -291,7 +318,7 @@ Result<SharedMemoryRef> SharedMemoryRefOf(const SharedMemoryParameters& p, const
 }
 
 Result<Tensor> DecodeInput(dom::element input, BinarySection* section, size_t json_size,
-                           const SharedMemoryRegistry* shared_memory) {
+                           const SharedMemoryRegistry* shared_memory, OutputFormat* format) {
   if (input.type() != Type::OBJECT) return InvalidArgument("each of 'inputs' must be an object");
   std::optional<std::string> name;
   std::optional<std::string_view> datatype;
@@ -334,7 +361,10 @@ Result<Tensor> DecodeInput(dom::element input, BinarySection* section, size_t js
     if (binary_size || data) return FieldError(where, "names a shared memory region and also carries data");
     Result<SharedMemoryRef> ref = SharedMemoryRefOf(shm, shared_memory);
     if (!ref.ok()) return ref.status().WithContext(where);
-    Result<Tensor> tensor = SharedMemoryInput(*shared_memory, *ref, *name, *type, *shape);
+    Result<SharedMemorySlice> slice = shared_memory->Slice(*ref);
+    if (!slice.ok()) return slice.status().WithContext(where);
+    format->shared_memory_inputs.push_back(*slice);
+    Result<Tensor> tensor = SharedMemoryInput(*slice, *name, *type, *shape);
     if (!tensor.ok()) return tensor.status().WithContext(where);
     return tensor;
   }
@@ -446,7 +476,7 @@ Result<DecodedInferRequest> DecodeDocument(dom::element root, BinarySection* sec
   if (inputs->type() != Type::ARRAY) return InvalidArgument("'inputs' must be an array");
   std::set<std::string> names;
   for (dom::element input : ArrayOf(*inputs)) {
-    WEFT_ASSIGN_OR_RETURN(Tensor tensor, DecodeInput(input, section, json_size, shared_memory));
+    WEFT_ASSIGN_OR_RETURN(Tensor tensor, DecodeInput(input, section, json_size, shared_memory, &out.output_format));
     if (!names.insert(tensor.name()).second) {
       return InvalidArgument("input " + Quoted(tensor.name()) + " appears twice");
     }
@@ -517,25 +547,29 @@ Result<DecodedInferRequest> DecodeRawInferRequest(const InferBody& body, const M
   }
 
   size_t variable = 0;
-  uint64_t fixed_bytes = DataTypeSize(input.data_type);
+  std::optional<uint64_t> fixed_bytes = DataTypeSize(input.data_type);
   for (int64_t d : shape) {
     if (d < 0) {
       ++variable;
-    } else {
-      fixed_bytes *= static_cast<uint64_t>(d);
+    } else if (fixed_bytes) {
+      fixed_bytes = CheckedMul(*fixed_bytes, static_cast<uint64_t>(d));
     }
+  }
+  if (!fixed_bytes) {
+    return InvalidArgument("input " + Quoted(input.name) + " of shape " + ShapeToString(FullShape(config, input)) +
+                           " is too large for any request");
   }
   if (variable > 1) {
     return InvalidArgument("a raw binary request needs an input with at most one variable dimension; " +
                            Quoted(input.name) + " has shape " + ShapeToString(FullShape(config, input)));
   }
   if (variable == 1) {
-    if (fixed_bytes == 0 || body.bytes.size() % fixed_bytes != 0) {
+    if (*fixed_bytes == 0 || body.bytes.size() % *fixed_bytes != 0) {
       return InvalidArgument("the raw binary body of " + std::to_string(body.bytes.size()) +
                              " bytes is not a whole number of elements of input " + Quoted(input.name));
     }
     for (int64_t& d : shape) {
-      if (d < 0) d = static_cast<int64_t>(body.bytes.size() / fixed_bytes);
+      if (d < 0) d = static_cast<int64_t>(body.bytes.size() / *fixed_bytes);
     }
   }
   Status valid = ValidateTensorBytes(input.data_type, shape, body.bytes);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -125,6 +126,24 @@ TEST(InferRequestDecoderTest, FloatsOutOfRangeAreRejected) {
   auto max_float = Decode(OneInput("FP32", "[1]", "[3.4028235e38]"));  // FLT_MAX as printed: rounds to it
   ASSERT_TRUE(max_float.ok()) << max_float.status().ToString();
   EXPECT_EQ(Values<float>(max_float->request->inputs[0])[0], std::numeric_limits<float>::max());
+}
+
+// The strings the encoder writes for non-finite values read back as those values.
+TEST(InferRequestDecoderTest, NonFiniteFloatsAsStrings) {
+  auto fp32 = Decode(OneInput("FP32", "[3]", R"(["NaN", "Infinity", "-Infinity"])"));
+  ASSERT_TRUE(fp32.ok()) << fp32.status().ToString();
+  std::vector<float> f = Values<float>(fp32->request->inputs[0]);
+  EXPECT_TRUE(std::isnan(f[0]));
+  EXPECT_EQ(f[1], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(f[2], -std::numeric_limits<float>::infinity());
+  auto fp64 = Decode(OneInput("FP64", "[1]", R"(["-Infinity"])"));
+  ASSERT_TRUE(fp64.ok());
+  EXPECT_EQ(Values<double>(fp64->request->inputs[0])[0], -std::numeric_limits<double>::infinity());
+  auto fp16 = Decode(OneInput("FP16", "[1]", R"(["Infinity"])"));
+  ASSERT_TRUE(fp16.ok());
+  EXPECT_EQ(Values<uint16_t>(fp16->request->inputs[0])[0], 0x7c00);
+  ExpectError(OneInput("FP32", "[1]", R"(["nan"])"), StatusCode::kInvalidArgument, "expected a number");
+  ExpectError(OneInput("INT32", "[1]", R"(["NaN"])"), StatusCode::kInvalidArgument, "expected an integer");
 }
 
 TEST(InferRequestDecoderTest, DataThatDoesNotFillTheShapeIsRejected) {
@@ -254,6 +273,11 @@ TEST(InferRequestDecoderTest, BinarySizesThatDoNotAddUpAreRejected) {
                      6),
          "overruns");
 
+  // Hardening issue, item 1, as reported: 4 * (2^62 + 2) bytes wrap to 8.
+  expect(R"({"inputs":[{"name":"a","datatype":"FP32","shape":[4611686018427387906],)"
+         R"("parameters":{"binary_data_size":8}}]})",
+         std::string(8, 'x'), "larger than 2^64 bytes");
+
   PaddedBody body = MakeBody(R"({"inputs":[]})");
   body.json_size = 1000;
   auto too_long = DecodeInferRequest(body.view(), kArrival);
@@ -284,6 +308,13 @@ TEST(InferRequestDecoderTest, RawBinaryRequestFillsTheVariableDimension) {
   EXPECT_FALSE(DecodeRawInferRequest(odd.view(), config, kArrival).ok());
   config.inputs.push_back(config.inputs[0]);
   EXPECT_FALSE(DecodeRawInferRequest(body.view(), config, kArrival).ok());
+
+  // Fixed dims whose product overflows cannot describe any body.
+  config.inputs.resize(1);
+  config.inputs[0].dims = {-1, 4611686018427387904};
+  auto overflow = DecodeRawInferRequest(body.view(), config, kArrival);
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_EQ(overflow.status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -184,6 +184,8 @@ Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& respon
   }
   json.EndArray();
   json.EndObject();
+  // After the outputs are written: a truncation during the writes must fail the request too.
+  WEFT_RETURN_IF_ERROR(CheckSharedMemoryIntact(format.shared_memory_inputs, format.shared_memory));
   return encoded;
 }
 

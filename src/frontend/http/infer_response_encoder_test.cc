@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <cmath>
 #include <cstring>
@@ -106,11 +107,17 @@ TEST(InferResponseEncoderTest, MissingOrBrokenOutputsAreInternalErrors) {
   EXPECT_EQ(absent.status().code(), StatusCode::kInternal);
 }
 
-TEST(InferResponseEncoderTest, NonFiniteFloats) {
-  auto encoded = EncodeInferResponse(Response({Make<float>("f", DataType::kFp32, {3}, {NAN, INFINITY, -INFINITY})}),
+// Hardening issue, item 6: bare NaN and Infinity are not JSON, and strict parsers rejected the whole answer.
+TEST(InferResponseEncoderTest, NonFiniteFloatsAreStrings) {
+  auto encoded = EncodeInferResponse(Response({Make<float>("f", DataType::kFp32, {3}, {NAN, INFINITY, -INFINITY}),
+                                               Make<double>("d", DataType::kFp64, {1}, {NAN})}),
                                      OutputFormat());
   ASSERT_TRUE(encoded.ok());
-  EXPECT_NE(encoded->json.find("[NaN,Infinity,-Infinity]"), std::string::npos) << encoded->json;
+  EXPECT_NE(encoded->json.find(R"(["NaN","Infinity","-Infinity"])"), std::string::npos) << encoded->json;
+  EXPECT_NE(encoded->json.find(R"(["NaN"])"), std::string::npos) << encoded->json;
+  simdjson::dom::parser parser;
+  simdjson::padded_string json(encoded->json);
+  EXPECT_EQ(parser.parse(json).error(), simdjson::SUCCESS) << encoded->json;
 }
 
 }  // namespace

@@ -302,6 +302,10 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
         json.EndObject();
         return Answer(counters, responder, JsonResponse(std::move(body)));
       }
+      if (draining_.load(std::memory_order_relaxed)) {
+        // Load balancers take the server out while it still answers what they send meanwhile.
+        return Answer(counters, responder, ErrorResponse(Unavailable("not ready: the server is shutting down")));
+      }
       if (engine_->Ready()) {
         json.Key("ready");
         json.Bool(true);
@@ -398,15 +402,13 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   infer->model_name = route->model;
   infer->model_version = route->version;
   infer->cancel = request.cancel;
-  engine_->Submit(std::move(infer),
-                  [responder, counters, format = std::move(decoded->output_format)](Result<InferenceResponse> result) {
-                    // Encoding waits for the I/O thread, so that the engine's runner goes back to inference at once.
-                    responder.SendBuilt([counters, format, result = std::move(result)] {
-                      HttpResponse response = InferResponseToHttp(result, format);
-                      counters.Count(response.status);
-                      return response;
-                    });
-                  });
+  engine_->Submit(std::move(infer), [responder, counters,
+                                     format = std::move(decoded->output_format)](Result<InferenceResponse> result) {
+    // Encoding waits for the I/O thread, so that the engine's runner goes back to inference at once.
+    // Counted once the server knows what goes out: it may refuse a large answer (429).
+    responder.SendBuilt([format, result = std::move(result)] { return InferResponseToHttp(result, format); },
+                        [counters](unsigned status) { counters.Count(status); });
+  });
 }
 
 // The system shared memory routes. Off: 501, as for a feature this server lacks.

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <string>
 
 #include "engine/engine.h"
@@ -35,6 +36,9 @@ class InferenceService : public HttpHandler {
   InferenceService(Engine* engine, MetricsRegistry* metrics, Options options);
 
   void Handle(HttpRequest request, HttpResponder responder) override;
+  // The server is shutting down: GET /v2/health/ready answers 503 from now on, while /v2/health/live and every
+  // other route go on serving. Thread-safe; idempotent.
+  void BeginDraining() { draining_.store(true, std::memory_order_relaxed); }
 
   // What a request is counted under in weft_http_requests_total and weft_requests_total{protocol="http"}.
   enum class Endpoint {
@@ -67,6 +71,7 @@ class InferenceService : public HttpHandler {
   Engine* const engine_;
   const Options options_;
   EndpointCounters counters_{};
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace weft

@@ -17,9 +17,9 @@ void AppendNumber(std::string* out, T value) {
 template <typename T>
 void AppendFloating(std::string* out, T value) {
   if (std::isnan(value)) {
-    out->append("NaN");
+    out->append("\"NaN\"");
   } else if (std::isinf(value)) {
-    out->append(value > 0 ? "Infinity" : "-Infinity");
+    out->append(value > 0 ? "\"Infinity\"" : "\"-Infinity\"");
   } else {
     AppendNumber(out, value);
   }

@@ -25,8 +25,9 @@ class JsonWriter {
   void Null();
   void Int(int64_t value);
   void Uint(uint64_t value);
-  // Non-finite values are written as NaN, Infinity and -Infinity, which is not JSON but is what Triton writes
-  // and what Python's json module reads; JSON has no other spelling for them.
+  // JSON has no NaN or infinities: they are written as the strings "NaN", "Infinity" and "-Infinity", as proto3's
+  // JSON mapping (and so the gRPC gateway's JSON) writes them. Bare NaN, which Triton writes, is rejected by
+  // strict parsers; these strings read back as floats in Python (float(s)) and numpy (np.asarray(..., float)).
   void Double(double value);
   void Float(float value);
   // A complete JSON value rendered elsewhere (a model's configuration).

@@ -50,7 +50,7 @@ TEST(JsonWriterTest, NumbersAreShortestRoundTrip) {
   json.Double(-std::numeric_limits<double>::infinity());
   json.Float(std::numeric_limits<float>::infinity());
   json.EndArray();
-  EXPECT_EQ(out, "[0.1,0.1,1e+30,-9223372036854775808,18446744073709551615,-0,NaN,-Infinity,Infinity]");
+  EXPECT_EQ(out, "[0.1,0.1,1e+30,-9223372036854775808,18446744073709551615,-0,\"NaN\",\"-Infinity\",\"Infinity\"]");
 }
 
 }  // namespace

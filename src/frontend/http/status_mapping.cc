@@ -1,7 +1,6 @@
 #include "frontend/http/status_mapping.h"
 
-#include <simdjson.h>
-
+#include "base/json_string.h"
 #include "frontend/http/json_writer.h"
 
 namespace weft {
@@ -28,16 +27,9 @@ HttpResponse ErrorResponse(unsigned http_status, std::string_view message) {
   JsonWriter json(&response.body);
   json.BeginObject();
   json.Key("error");
-  if (simdjson::validate_utf8(message.data(), message.size())) {
-    json.String(message);
-  } else {
-    // Messages may quote client input (a model name from the URL); JSON text must stay UTF-8.
-    std::string ascii(message);
-    for (char& c : ascii) {
-      if (static_cast<unsigned char>(c) >= 0x80) c = '?';
-    }
-    json.String(ascii);
-  }
+  // Messages may quote client input (a model name from the URL, of any size and any bytes): bounded here, and
+  // made UTF-8 by the writer.
+  json.String(TruncateUtf8(message, kMaxErrorMessageBytes));
   json.EndObject();
   return response;
 }

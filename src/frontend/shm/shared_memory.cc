@@ -9,6 +9,9 @@
 #include <cstring>
 #include <limits>
 
+#include "base/json_string.h"
+#include "frontend/shm/guarded_mapping.h"
+
 namespace weft {
 
 namespace {
@@ -35,14 +38,26 @@ struct SharedMemoryRegistry::Region {
   uint64_t offset = 0;
   uint64_t byte_size = 0;
   int fd = -1;
-  std::byte* base = nullptr;
-  size_t mapped = 0;
+  std::shared_ptr<GuardedMapping> mapping;
 
   ~Region() {
-    if (base) munmap(base, mapped);
+    mapping.reset();
     if (fd >= 0) close(fd);
   }
 };
+
+Status SharedMemorySlice::CheckIntact() const {
+  if (!mapping || !mapping->faulted()) return Status::Ok();
+  return InvalidArgument("shared memory region " + Quoted(region) +
+                         " was truncated by its owner while this request used it; its data was lost. Register it "
+                         "again after restoring its size");
+}
+
+Status CheckSharedMemoryIntact(std::span<const SharedMemorySlice> inputs, const SharedMemoryOutputs& outputs) {
+  for (const SharedMemorySlice& slice : inputs) WEFT_RETURN_IF_ERROR(slice.CheckIntact());
+  for (const auto& [name, slice] : outputs) WEFT_RETURN_IF_ERROR(slice.CheckIntact());
+  return Status::Ok();
+}
 
 Status CheckSharedMemoryKey(const std::string& key) {
   std::string_view rest = key;
@@ -68,17 +83,29 @@ Status CheckWindow(uint64_t offset, uint64_t byte_size, uint64_t size, const std
   return Status::Ok();
 }
 
-SharedMemoryRegistry::SharedMemoryRegistry() = default;
+SharedMemoryRegistry::SharedMemoryRegistry(Options options) : options_(options) {}
 SharedMemoryRegistry::~SharedMemoryRegistry() = default;
 
 Status SharedMemoryRegistry::Register(const std::string& name, const std::string& key, uint64_t offset,
                                       uint64_t byte_size) {
   if (name.empty()) return InvalidArgument("a shared memory region needs a name");
+  // Names are echoed in status answers (JSON) and errors: kept short and in UTF-8.
+  if (name.size() > kMaxRegionNameBytes) {
+    return InvalidArgument("a shared memory region name may have at most " + std::to_string(kMaxRegionNameBytes) +
+                           " bytes; this one has " + std::to_string(name.size()));
+  }
+  if (!IsValidUtf8(name)) return InvalidArgument("a shared memory region name must be UTF-8");
   WEFT_RETURN_IF_ERROR(CheckSharedMemoryKey(key));
   if (byte_size == 0) return InvalidArgument("shared memory region " + Quoted(name) + ": byte_size must be > 0");
+  auto full = [&] {
+    return ResourceExhausted("cannot register shared memory region " + Quoted(name) + ": " +
+                             std::to_string(options_.max_regions) +
+                             " regions are registered, the server's limit (weft serve --max-shared-memory-regions)");
+  };
   {
     std::lock_guard lock(mu_);
     if (regions_.count(name)) return InvalidArgument("shared memory region " + Quoted(name) + " is already registered");
+    if (regions_.size() >= options_.max_regions) return full();
   }
 
   auto region = std::make_shared<Region>();
@@ -91,23 +118,23 @@ Status SharedMemoryRegistry::Register(const std::string& name, const std::string
     int error = errno;
     std::string what = "cannot open shared memory key " + Quoted(key) + " for region " + Quoted(name) + ": ";
     if (error == ENOENT) return NotFound(what + ErrnoText(error));
+    if (error == EMFILE || error == ENFILE) return ResourceExhausted(what + ErrnoText(error));
     return InvalidArgument(what + ErrnoText(error));
   }
   WEFT_ASSIGN_OR_RETURN(uint64_t size, ObjectSize(region->fd, key));
   WEFT_RETURN_IF_ERROR(CheckWindow(offset, byte_size, size, "shared memory region " + Quoted(name)));
+  // CheckWindow proved offset + byte_size <= size without overflow.
   if (offset + byte_size > std::numeric_limits<size_t>::max()) return InvalidArgument("region is too large");
-  region->mapped = static_cast<size_t>(offset + byte_size);
-  void* base = mmap(nullptr, region->mapped, PROT_READ | PROT_WRITE, MAP_SHARED, region->fd, 0);
-  if (base == MAP_FAILED) {
-    return Internal("cannot map shared memory key " + Quoted(key) + ": " + ErrnoText(errno));
-  }
-  region->base = static_cast<std::byte*>(base);
+  Result<std::unique_ptr<GuardedMapping>> mapping =
+      GuardedMapping::Map(region->fd, static_cast<size_t>(offset + byte_size));
+  if (!mapping.ok()) return mapping.status().WithContext("cannot map shared memory key " + Quoted(key));
+  region->mapping = std::move(mapping).value();
 
   std::lock_guard lock(mu_);
-  // Checked again: another registration of the name may have won the race while this one mapped.
-  if (!regions_.emplace(name, std::move(region)).second) {
-    return InvalidArgument("shared memory region " + Quoted(name) + " is already registered");
-  }
+  // Checked again: another registration may have won the race while this one mapped.
+  if (regions_.count(name)) return InvalidArgument("shared memory region " + Quoted(name) + " is already registered");
+  if (regions_.size() >= options_.max_regions) return full();
+  regions_.emplace(name, std::move(region));
   return Status::Ok();
 }
 
@@ -145,6 +172,10 @@ Result<SharedMemorySlice> SharedMemoryRegistry::Slice(const SharedMemoryRef& ref
     if (it == regions_.end()) return NotFound("no shared memory region " + Quoted(ref.region) + " is registered");
     region = it->second;
   }
+  if (region->mapping->faulted()) {
+    return InvalidArgument("shared memory region " + Quoted(ref.region) +
+                           " was truncated by its owner while in use; unregister it and register it again");
+  }
   WEFT_RETURN_IF_ERROR(
       CheckWindow(ref.offset, ref.byte_size, region->byte_size, "shared memory region " + Quoted(ref.region)));
   // A client may have shrunk the object since it registered it; touching pages past its end would be SIGBUS.
@@ -152,14 +183,20 @@ Result<SharedMemorySlice> SharedMemoryRegistry::Slice(const SharedMemoryRef& ref
   WEFT_RETURN_IF_ERROR(CheckWindow(region->offset + ref.offset, ref.byte_size, size,
                                    "shared memory region " + Quoted(ref.region) + " (key " + Quoted(region->key) +
                                        ", object now " + std::to_string(size) + " bytes)"));
-  std::byte* data = region->base + region->offset + ref.offset;
+  std::byte* data = region->mapping->data() + region->offset + ref.offset;
   return SharedMemorySlice{ref.region, std::shared_ptr<const void>(region, data), data,
-                           static_cast<size_t>(ref.byte_size)};
+                           static_cast<size_t>(ref.byte_size),
+                           std::shared_ptr<const GuardedMapping>(region, region->mapping.get())};
 }
 
 Result<Tensor> SharedMemoryInput(const SharedMemoryRegistry& registry, const SharedMemoryRef& ref,
                                  const std::string& name, DataType type, const Shape& shape) {
   WEFT_ASSIGN_OR_RETURN(SharedMemorySlice slice, registry.Slice(ref));
+  return SharedMemoryInput(slice, name, type, shape);
+}
+
+Result<Tensor> SharedMemoryInput(const SharedMemorySlice& slice, const std::string& name, DataType type,
+                                 const Shape& shape) {
   std::span<const std::byte> bytes(slice.data, slice.byte_size);
   if (type == DataType::kBytes) {
     std::vector<std::byte> copy(bytes.begin(), bytes.end());

@@ -35,6 +35,8 @@ struct SharedMemoryRef {
   uint64_t byte_size = 0;
 };
 
+class GuardedMapping;
+
 // A checked window of a mapped region. `owner` keeps the mapping alive, so unregistering a region while a
 // request still uses it is safe: the mapping goes away with the last slice.
 struct SharedMemorySlice {
@@ -42,6 +44,13 @@ struct SharedMemorySlice {
   std::shared_ptr<const void> owner;
   std::byte* data = nullptr;
   size_t byte_size = 0;
+  // The region's mapping (shares `owner`): tells whether the client shrank the object under it.
+  std::shared_ptr<const GuardedMapping> mapping;
+
+  // Ok while every byte read or written through the slice was the object's own. InvalidArgument once the client
+  // truncated the object under the mapping since the slice was taken: reads may have seen zeros and writes were
+  // lost (see GuardedMapping). A frontend checks every slice of a request before it answers.
+  Status CheckIntact() const;
 };
 
 // Checks a key before shm_open sees it: a key names a POSIX shared memory object and never a file, so it may
@@ -53,17 +62,26 @@ Status CheckSharedMemoryKey(const std::string& key);
 Status CheckWindow(uint64_t offset, uint64_t byte_size, uint64_t size, const std::string& what);
 
 // The regions registered with this server. Thread-safe; no call blocks on anything but the registry's lock and
-// the system calls of registration.
+// the system calls of registration. Each region holds one descriptor (its size is checked at every use) and one
+// guarded mapping, so their number is bounded.
 class SharedMemoryRegistry {
  public:
-  SharedMemoryRegistry();
+  struct Options {
+    size_t max_regions = 1024;  // registrations past it get ResourceExhausted; at most GuardedMapping::kMaxMappings
+  };
+  SharedMemoryRegistry() : SharedMemoryRegistry(Options{}) {}
+  explicit SharedMemoryRegistry(Options options);
   ~SharedMemoryRegistry();
   SharedMemoryRegistry(const SharedMemoryRegistry&) = delete;
   SharedMemoryRegistry& operator=(const SharedMemoryRegistry&) = delete;
 
+  static constexpr size_t kMaxRegionNameBytes = 256;
+
   // Opens the object `key` read-write and maps it. The window [offset, offset + byte_size) must lie within the
   // object's size as fstat reports it now. InvalidArgument for a bad key, an empty window, a window past the
-  // end, or a name already registered; NotFound when no object has that key; Internal when mapping fails.
+  // end, a name that is empty, longer than kMaxRegionNameBytes, not UTF-8 or already registered; NotFound when no
+  // object has that key; ResourceExhausted when Options::max_regions are registered or no descriptor is left; Internal
+  // when mapping fails.
   Status Register(const std::string& name, const std::string& key, uint64_t offset, uint64_t byte_size);
   // Forgets the region; slices already handed out stay valid. Unregistering an unknown name is not an error,
   // as in Triton: the call is idempotent.
@@ -75,18 +93,23 @@ class SharedMemoryRegistry {
 
   // The window `ref` names, checked against the region's window and against the object's size as fstat
   // reports it at this moment (a client that shrank the object since registering is caught here).
-  // NotFound for an unknown region; InvalidArgument for a window out of bounds.
+  // NotFound for an unknown region; InvalidArgument for a window out of bounds, or for a region whose object
+  // was truncated under a request earlier (it must be registered again).
   Result<SharedMemorySlice> Slice(const SharedMemoryRef& ref) const;
 
  private:
   struct Region;
+  const Options options_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Region>> regions_;  // guarded by mu_
 };
 
-// An input tensor read from shared memory. Fixed-size types view the region in place when aligned for their
-// type (copied otherwise); BYTES tensors are copied before they are checked, so that a client that rewrites the
-// region cannot change the length prefixes after the check. `byte_size` must equal the tensor's size.
+// An input tensor read from a slice. Fixed-size types view the region in place when aligned for their type
+// (copied otherwise); BYTES tensors are copied before they are checked, so that a client that rewrites the region
+// cannot change the length prefixes after the check. The slice's size must equal the tensor's size.
+Result<Tensor> SharedMemoryInput(const SharedMemorySlice& slice, const std::string& name, DataType type,
+                                 const Shape& shape);
+// The same, slicing `ref` from `registry` first.
 Result<Tensor> SharedMemoryInput(const SharedMemoryRegistry& registry, const SharedMemoryRef& ref,
                                  const std::string& name, DataType type, const Shape& shape);
 
@@ -95,5 +118,8 @@ Status WriteSharedMemoryOutput(const Tensor& output, const SharedMemorySlice& sl
 
 // Where requested outputs go: output name -> slice. Outputs not listed travel in the response.
 using SharedMemoryOutputs = std::map<std::string, SharedMemorySlice>;
+
+// CheckIntact of every input slice and output slice of one request: the first error, or Ok.
+Status CheckSharedMemoryIntact(std::span<const SharedMemorySlice> inputs, const SharedMemoryOutputs& outputs);
 
 }  // namespace weft

@@ -3,9 +3,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
+#include <thread>
+
+#include "frontend/shm/guarded_mapping.h"
 
 namespace weft {
 namespace {
@@ -150,6 +155,123 @@ TEST(SharedMemoryInputTest, ViewsAlignedFixedSizeTensorsAndCopiesTheRest) {
   std::memcpy(object.data() + 516, "yo", 2);
   EXPECT_EQ(SplitBytesElements(text->bytes())[0], "hi");  // copied, then checked
   EXPECT_FALSE(SharedMemoryInput(registry, {"r", 512, 5}, "s", DataType::kBytes, {1}).ok());
+}
+
+// Hardening issue, item 1, through shared memory: [2^62 + 2] FP32 "needs" 8 bytes in wrapped arithmetic.
+TEST(SharedMemoryInputTest, ShapesWhoseByteSizeOverflowsAreRejected) {
+  ShmObject object(4096);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, 4096).ok());
+  auto input = SharedMemoryInput(registry, {"r", 0, 8}, "x", DataType::kFp32, {4611686018427387906});
+  EXPECT_EQ(input.status().code(), StatusCode::kInvalidArgument);
+}
+
+// Hardening issue, item 2: a client that shrinks its object (ftruncate) while the server reads inputs in place and
+// writes outputs took the server down with SIGBUS. Now the pages past the new end read as zeros, writes are lost,
+// and every slice of the region reports it, so that the request is answered with an error.
+TEST(SharedMemoryGuardTest, TruncationUnderASliceIsAnErrorNotACrash) {
+  const size_t size = 1 << 20;
+  ShmObject object(size);
+  std::memset(object.data(), 1, size);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, size).ok());
+  auto input = registry.Slice({"r", 0, size});
+  auto output = registry.Slice({"r", 4096, 4096});
+  ASSERT_TRUE(input.ok() && output.ok());
+  ASSERT_TRUE(input->CheckIntact().ok());
+  EXPECT_EQ(std::to_integer<int>(input->data[size - 1]), 1);
+
+  object.Truncate(0);
+  // Past the object's end now: without the guard each of these accesses is SIGBUS.
+  int sum = 0;
+  for (size_t i = 0; i < size; i += 4096) sum += std::to_integer<int>(input->data[i]);
+  EXPECT_EQ(sum, 0);  // zero pages
+  std::memset(output->data, 7, output->byte_size);
+
+  Status in = input->CheckIntact();
+  EXPECT_EQ(in.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(in.message().find("truncated"), std::string::npos) << in.message();
+  EXPECT_FALSE(output->CheckIntact().ok());
+  EXPECT_FALSE(CheckSharedMemoryIntact({}, {{"y", *output}}).ok());
+  // The region stays unusable until registered again, even once the client restores the size.
+  object.Truncate(size);
+  EXPECT_EQ(registry.Slice({"r", 0, 16}).status().code(), StatusCode::kInvalidArgument);
+  registry.Unregister("r");
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, size).ok());
+  auto fresh = registry.Slice({"r", 0, 16});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(fresh->CheckIntact().ok());
+}
+
+TEST(SharedMemoryGuardTest, TruncationWhileOtherThreadsReadAndWrite) {
+  const size_t size = 4 << 20;
+  ShmObject object(size);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, size).ok());
+  auto slice = registry.Slice({"r", 0, size});
+  ASSERT_TRUE(slice.ok());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<std::byte> copy(size);
+      while (!stop.load()) {
+        if (t % 2) {
+          std::memcpy(copy.data(), slice->data, size);
+        } else {
+          std::memset(slice->data, t, size);
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  object.Truncate(size / 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_FALSE(slice->CheckIntact().ok());
+}
+
+// Death by SIGBUS, or, where a sanitizer installed its handler before the guard, by that handler's report and
+// abort: either way the fault went where it would have gone without the guard.
+bool DiedOfTheBusError(int status) {
+  if (!WIFSIGNALED(status)) return false;
+  return WTERMSIG(status) == SIGBUS || WTERMSIG(status) == SIGABRT;
+}
+
+// The guard takes only faults in its own ranges: any other SIGBUS still ends the process as before.
+TEST(SharedMemoryGuardDeathTest, OtherBusErrorsStillKill) {
+  ShmObject object(4096);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, 4096).ok());  // installs the handler
+  EXPECT_EXIT(
+      {
+        object.Truncate(0);
+        volatile std::byte* unguarded = object.data();  // the test's own mapping, not a registered one
+        std::byte value = unguarded[0];
+        (void)value;
+      },
+      DiedOfTheBusError, "");
+}
+
+TEST(SharedMemoryRegistryTest, RegionsAreLimited) {
+  ShmObject object(4096);
+  SharedMemoryRegistry registry({.max_regions = 3});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(registry.Register("r" + std::to_string(i), object.key(), 0, 64).ok());
+  Status full = registry.Register("r3", object.key(), 0, 64);
+  EXPECT_EQ(full.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(full.message().find("--max-shared-memory-regions"), std::string::npos) << full.message();
+  registry.Unregister("r0");
+  EXPECT_TRUE(registry.Register("r3", object.key(), 0, 64).ok());
+}
+
+TEST(SharedMemoryRegistryTest, NamesAreShortUtf8) {
+  ShmObject object(4096);
+  SharedMemoryRegistry registry;
+  EXPECT_EQ(registry.Register("\xff\xfe", object.key(), 0, 64).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Register(std::string(257, 'n'), object.key(), 0, 64).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(registry.Register(std::string(256, 'n'), object.key(), 0, 64).ok());
+  EXPECT_TRUE(registry.Register("r\xc3\xa9gion", object.key(), 0, 64).ok());
 }
 
 TEST(SharedMemoryOutputTest, WritesIntoTheSliceAndRejectsWhatDoesNotFit) {

@@ -257,10 +257,16 @@ Result<ModelConfig> ParseModelConfigFile(const std::filesystem::path& file) {
     if (!std::filesystem::exists(file, ec)) return NotFound(source + ": not found");
     return Internal(source + ": cannot be read: " + std::strerror(err));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
+  // A config is a few KiB; reading a huge or endless file (a FIFO, /dev/zero under a symlink) would hold the loader.
+  std::string text(kMaxConfigFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) return Internal(source + ": read failed");
-  return ParseAndConvert(text.str(), source, file.parent_path().filename().string());
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxConfigFileBytes) {
+    return InvalidArgument(source + ": larger than " + std::to_string(kMaxConfigFileBytes >> 20) +
+                           " MiB, the limit for a config file");
+  }
+  return ParseAndConvert(text, source, file.parent_path().filename().string());
 }
 
 }  // namespace weft

@@ -21,8 +21,10 @@ namespace weft {
 // keep loading. An empty `name` is allowed here (the repository defaults it to the directory name).
 Result<ModelConfig> ParseModelConfigText(std::string_view text, const std::string& source_name);
 
+inline constexpr size_t kMaxConfigFileBytes = size_t{16} << 20;
+
 // Reads and parses `file`. A config without a name takes the name of the directory that holds the file, as in
-// Triton. Fits ConfigParser (repository/repository.h).
+// Triton. InvalidArgument for a file over kMaxConfigFileBytes. Fits ConfigParser (repository/repository.h).
 Result<ModelConfig> ParseModelConfigFile(const std::filesystem::path& file);
 
 }  // namespace weft

@@ -156,7 +156,7 @@ TEST(ConfigPbtxtTest, DynamicBatchingWithPriorityQueuePolicies) {
                              max_queue_size: 64 }
       priority_queue_policy { key: 1 value { max_queue_size: 8 } }
       priority_queue_policy [ { key: 3 value: { timeout_action: REJECT
-                                                default_timeout_microseconds: 18446744073709551615 } } ]
+                                                default_timeout_microseconds: 31536000000000 } } ]
     }
   )cfg",
                                      kSource);
@@ -172,9 +172,9 @@ TEST(ConfigPbtxtTest, DynamicBatchingWithPriorityQueuePolicies) {
   ASSERT_EQ(db.priority_queue_policy.size(), 2u);
   EXPECT_EQ(db.priority_queue_policy.at(1).max_queue_size, 8u);
   EXPECT_EQ(db.priority_queue_policy.at(1).timeout_action, QueuePolicyConfig::TimeoutAction::kReject);
-  EXPECT_EQ(db.priority_queue_policy.at(3).default_timeout_us, UINT64_MAX);
+  EXPECT_EQ(db.priority_queue_policy.at(3).default_timeout_us, 31536000000000u);  // a year: the limit
   // 64-bit values are JSON numbers, exactly.
-  EXPECT_THAT(parsed->json, HasSubstr("\"default_timeout_microseconds\":18446744073709551615"));
+  EXPECT_THAT(parsed->json, HasSubstr("\"default_timeout_microseconds\":31536000000000"));
   EXPECT_THAT(parsed->json, HasSubstr("\"priority_queue_policy\":{\"1\":{"));
 }
 
@@ -409,6 +409,82 @@ TEST_F(ConfigFileTest, ErrorsNameTheFile) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message(), (dir_ / "absent" / "config.pbtxt").string() + ": not found");
+}
+
+TEST_F(ConfigFileTest, HugeFilesAreRefusedBeforeTheyAreParsed) {
+  const fs::path file = dir_ / "resnet" / "config.pbtxt";
+  {
+    std::ofstream out(file);
+    out << "name: \"resnet\"\n";
+    out << std::string(kMaxConfigFileBytes, '#');
+  }
+  auto parsed = ParseModelConfigFile(file);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("larger than 16 MiB"));
+}
+
+// Hardening issue, item 4: configs that took the whole server down (an abort at start, gigabytes allocated, an
+// instance count that wrapped negative, a queue delay whose nanoseconds overflowed) now fail to load, alone, with
+// the field and the limit named.
+TEST(ConfigLimitsTest, CountsAndDurationsPastTheirLimitsAreErrors) {
+  const std::string head = R"cfg(name: "m" max_batch_size: 4
+    input { name: "x" data_type: TYPE_FP32 dims: [1] }
+    output { name: "y" data_type: TYPE_FP32 dims: [1] }
+  )cfg";
+  struct Case {
+    std::string config;
+    std::string error;  // a part of the message
+  };
+  const std::vector<Case> cases = {
+      {"instance_group { count: 100000 }", "instance_group: count 100000 is over the limit of 1024"},
+      {"instance_group [{ count: 2147483647 }, { count: 2147483647 }]", "over the limit of 1024"},
+      {"instance_group [{ count: 1000 }, { count: 1000 }]", "more than 1024 instances"},
+      {"instance_group { count: 600 kind: KIND_GPU gpus: [0, 1] }", "more than 1024 instances"},
+      {"dynamic_batching { priority_levels: 4294967295 default_priority_level: 1 }",
+       "priority_levels: 4294967295 is over the limit of 256"},
+      {"dynamic_batching { max_queue_delay_microseconds: 100000000000000000 }",
+       "max_queue_delay_microseconds: 100000000000000000 is over the limit"},
+      {"dynamic_batching { default_queue_policy { default_timeout_microseconds: 18446744073709551615 } }",
+       "default_queue_policy.default_timeout_microseconds: 18446744073709551615 is over the limit"},
+  };
+  for (const Case& c : cases) {
+    auto parsed = ParseModelConfigText(head + c.config, kSource);
+    ASSERT_FALSE(parsed.ok()) << c.config;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << c.config;
+    EXPECT_THAT(parsed.status().message(), HasSubstr(c.error)) << c.config;
+  }
+  // At the limits, the same fields load.
+  auto at_limits = ParseModelConfigText(head + R"cfg(
+    instance_group [{ count: 1000 }, { count: 24 }]
+    dynamic_batching { priority_levels: 256 default_priority_level: 256 max_queue_delay_microseconds: 3600000000 }
+  )cfg",
+                                        kSource);
+  ASSERT_TRUE(at_limits.ok()) << at_limits.status().ToString();
+  EXPECT_EQ(at_limits->InstanceCount(), 1024);
+}
+
+TEST(ConfigLimitsTest, ShapesWhoseFullBatchOverflowsAreErrors) {
+  auto config = [](const std::string& dims, int max_batch_size) {
+    return "name: \"m\" max_batch_size: " + std::to_string(max_batch_size) +
+           " input { name: \"x\" data_type: TYPE_FP32 dims: " + dims +
+           " } output { name: \"y\" data_type: TYPE_FP32 dims: [1] }";
+  };
+  // 2^31 * 2^31 elements of 4 bytes overflow int64; so do 2^61 elements of a batch of 4.
+  for (auto [dims, batch] : std::vector<std::pair<std::string, int>>{
+           {"[2147483648, 2147483648]", 0}, {"[2305843009213693952]", 4}, {"[-1, 4611686018427387904]", 0}}) {
+    auto parsed = ParseModelConfigText(config(dims, batch), kSource);
+    ASSERT_FALSE(parsed.ok()) << dims;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("too large")) << dims;
+  }
+  auto reshape = ParseModelConfigText(R"cfg(name: "m"
+    input { name: "x" data_type: TYPE_FP32 dims: [4] reshape { shape: [4294967296, 4294967296] } }
+    output { name: "y" data_type: TYPE_FP32 dims: [1] })cfg",
+                                      kSource);
+  ASSERT_FALSE(reshape.ok());
+  EXPECT_THAT(reshape.status().message(), HasSubstr("reshape"));
+  std::string many_dims = "[";
+  for (int i = 0; i < 65; ++i) many_dims += i ? ", 1" : "1";
+  EXPECT_THAT(ParseModelConfigText(config(many_dims + "]", 0), kSource).status().message(), HasSubstr("at most 64"));
 }
 
 // The example repository shipped with the source must always parse.

@@ -1,0 +1,456 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora (fuzz/corpus/<target>/) and the dictionaries (fuzz/dict/). Both are committed: rerun
+this after changing it, or after proto/model_config.proto changes (the pbtxt dictionary lists its names).
+
+Each seed is a real request or config in the framing its target defines (see the comment at the top of each
+fuzz/<target>_fuzz.cc). The gRPC seeds are written as text-format messages here and encoded with
+`protoc --encode`, so that they stay readable in this file.
+
+Usage: python3 fuzz/make_seeds.py   (from any directory; needs protoc)
+"""
+
+import json
+import pathlib
+import re
+import shutil
+import struct
+import subprocess
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "fuzz" / "corpus"
+DICT = ROOT / "fuzz" / "dict"
+
+
+def write(target, name, data):
+    path = CORPUS / target / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+
+
+def j(value):
+    return json.dumps(value, separators=(",", ":"))
+
+
+def floats(*values):
+    return struct.pack("<%df" % len(values), *values)
+
+
+def bytes_elements(*elements):
+    return b"".join(struct.pack("<I", len(e)) + e for e in elements)
+
+
+# Every datatype: (KServe name, a JSON value, its binary encoding).
+EVERY_TYPE = [
+    ("BOOL", [True, False], b"\x01\x00"),
+    ("UINT8", [0, 255], b"\x00\xff"),
+    ("UINT16", [0, 65535], struct.pack("<2H", 0, 65535)),
+    ("UINT32", [1, 4294967295], struct.pack("<2I", 1, 4294967295)),
+    ("UINT64", [0, 18446744073709551615], struct.pack("<2Q", 0, 18446744073709551615)),
+    ("INT8", [-128, 127], struct.pack("<2b", -128, 127)),
+    ("INT16", [-32768, 32767], struct.pack("<2h", -32768, 32767)),
+    ("INT32", [-2147483648, 2147483647], struct.pack("<2i", -2147483648, 2147483647)),
+    ("INT64", [-2**63, 2**63 - 1], struct.pack("<2q", -2**63, 2**63 - 1)),
+    ("FP16", [1.5, -2], struct.pack("<2e", 1.5, -2)),
+    ("FP32", [0.1, 3], floats(0.1, 3)),
+    ("FP64", [0.1, -1e300], struct.pack("<2d", 0.1, -1e300)),
+    ("BF16", [1, -2.5], b"\x80\x3f\x20\xc0"),
+    ("BYTES", ["ab", ""], bytes_elements(b"ab", b"")),
+]
+
+
+# --- http_infer_request: "<model>\n<header: empty, binary, or its value>\n<body>" ------------------------------
+
+def http(name, model, body, binary=None, header=None):
+    """A JSON body; with `binary`, the binary extension in the "binary" framing (JSON, '\\n', binary section)."""
+    if isinstance(body, (dict, list)):
+        body = j(body)
+    body = body.encode() if isinstance(body, str) else body
+    if binary is not None:
+        header = "binary"
+        body += b"\n" + binary
+    write("http_infer_request", name, (model + "\n" + (header or "") + "\n").encode() + body)
+
+
+def json_input(name, datatype, shape, data):
+    return {"name": name, "datatype": datatype, "shape": shape, "data": data}
+
+
+def binary_input(name, datatype, shape, size, **parameters):
+    return {"name": name, "datatype": datatype, "shape": shape,
+            "parameters": dict(binary_data_size=size, **parameters)}
+
+
+def shm_tensor(name, datatype=None, shape=None, offset=0, byte_size=16, region="region"):
+    t = {"name": name}
+    if datatype:
+        t.update(datatype=datatype, shape=shape)
+    t["parameters"] = {"shared_memory_region": region, "shared_memory_offset": offset,
+                       "shared_memory_byte_size": byte_size}
+    return t
+
+
+def http_seeds():
+    http("json_fp32", "identity", {"inputs": [json_input("INPUT0", "FP32", [3], [1, 2.5, -3])]})
+    http("json_params_outputs", "identity",
+         {"id": "req-7", "parameters": {"priority": 2, "timeout": 1500, "binary_data_output": True, "flag": True,
+                                        "count": -3, "ratio": 0.5, "name": "n", "huge": 18446744073709551615},
+          "inputs": [json_input("INPUT0", "FP32", [1], [1])],
+          "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": False}}]})
+    http("binary_fp32", "identity",
+         {"inputs": [binary_input("INPUT0", "FP32", [4], 16)],
+          "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}]},
+         binary=floats(1.5, -2, 3.25, 4))
+    write("http_infer_request", "raw_fp32", b"identity\n0\n" + floats(1, 2, 3, 4))
+    http("json_bytes", "identity_bytes", {"inputs": [json_input("INPUT0", "BYTES", [2], ["ab", ""])]})
+    elements = bytes_elements(b"xyz", b"", b"weft\x00")
+    http("binary_bytes", "identity_bytes",
+         {"parameters": {"binary_data_output": True},
+          "inputs": [binary_input("INPUT0", "BYTES", [3], len(elements))]},
+         binary=elements)
+    write("http_infer_request", "raw_bytes", b"identity_bytes\n0\nhello, weft")
+    sixteen = list(range(16))
+    http("json_nested_batch", "add_sub",
+         {"id": "good", "inputs": [json_input("INPUT0", "FP32", [2, 16], [sixteen, sixteen]),
+                                   json_input("INPUT1", "FP32", [2, 16], [[1] * 16, [0.5] * 16])],
+          "outputs": [{"name": "OUTPUT1"}, {"name": "OUTPUT0", "parameters": {"binary_data": True}}]})
+    http("binary_batch", "add_sub",
+         {"inputs": [binary_input("INPUT0", "FP32", [1, 16], 64), binary_input("INPUT1", "FP32", [1, 16], 64)],
+          "parameters": {"binary_data_output": True}},
+         binary=floats(*range(16)) + floats(*([1] * 16)))
+    http("binary_image", "image", {"inputs": [binary_input("INPUT0", "UINT8", [1, 3, 2, 2], 12)]},
+         binary=bytes(range(12)))
+    write("http_infer_request", "raw_image_two_variable_dims", b"image\n0\n" + bytes(12))
+    http("reshaped", "reshaped",
+         {"inputs": [json_input("INPUT0", "INT64", [2, 1], [[7], [-7]]),
+                     binary_input("INPUT1", "FP16", [2, 2, 3], 24)]},
+         binary=struct.pack("<12e", *range(12)))
+    http("json_scalar", "scalar", {"inputs": [json_input("INPUT0", "BOOL", [1], [True])]})
+    write("http_infer_request", "raw_scalar", b"scalar\n0\n\x01")
+    http("json_every_type", "every_type",
+         {"inputs": [json_input("INPUT%d" % i, t, [1, 2], v) for i, (t, v, _) in enumerate(EVERY_TYPE)]})
+    http("binary_every_type", "every_type",
+         {"inputs": [binary_input("INPUT%d" % i, t, [1, 2], len(b)) for i, (t, _, b) in enumerate(EVERY_TYPE)],
+          "parameters": {"binary_data_output": True}},
+         binary=b"".join(b for _, _, b in EVERY_TYPE))
+    # One element of each: after BOOL and UINT8 (a byte each) most inputs start misaligned for their type.
+    firsts = [b[:len(b) // 2] if t != "BYTES" else bytes_elements(b"ab") for t, _, b in EVERY_TYPE]
+    http("binary_misaligned", "every_type",
+         {"inputs": [binary_input("INPUT%d" % i, t, [1, 1], len(b)) for i, ((t, _, _), b) in
+                     enumerate(zip(EVERY_TYPE, firsts))]},
+         binary=b"".join(firsts))
+    http("shm_fp32", "identity",
+         {"inputs": [shm_tensor("INPUT0", "FP32", [4], offset=8, byte_size=16)],
+          "outputs": [shm_tensor("OUTPUT0", offset=1024, byte_size=64)]})
+    http("shm_bytes", "identity_bytes",
+         {"inputs": [shm_tensor("INPUT0", "BYTES", [2], offset=0, byte_size=16)],
+          "outputs": [shm_tensor("OUTPUT0", offset=2048, byte_size=16)]})
+    http("shm_unknown_region", "identity", {"inputs": [shm_tensor("INPUT0", "FP32", [4], region="nope")]})
+    http("json_unknown_model", "no_such_model",
+         {"inputs": [json_input("x", "INT32", [2, 3], [[1, 2, 3], [4, 5, 6]])]})
+    http("classification", "identity",
+         {"inputs": [json_input("INPUT0", "FP32", [1], [1])],
+          "outputs": [{"name": "OUTPUT0", "parameters": {"classification": 3}}]})
+    http("deep_nesting", "identity", '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1],"data":'
+         + "[" * 200 + "1" + "]" * 200 + "}]}")
+    http("empty_inputs_binary_header", "identity", {"inputs": []}, binary=b"")
+    # The header as a client sends it, rather than computed: right, and past the end of the body.
+    literal = j({"inputs": [binary_input("INPUT0", "FP32", [2], 8)]}).encode()
+    write("http_infer_request", "binary_literal_header",
+          b"identity\n" + str(len(literal)).encode() + b"\n" + literal + floats(1, 2))
+    write("http_infer_request", "header_past_end", b"identity\n1000\n" + literal)
+    # Dims near 2^62 and 2^61, where a product with the element size (4, 8) wraps around 2^64.
+    http("huge_dim_binary", "identity", {"inputs": [binary_input("INPUT0", "FP32", [4611686018427387903], 4)]},
+         binary=floats(1))
+    http("huge_dim_json", "every_type",
+         {"inputs": [json_input("INPUT11", "FP64", [1, 2305843009213693951], [1.0])]})
+    http("huge_dim_shm", "identity", {"inputs": [shm_tensor("INPUT0", "FP32", [4611686018427387903], byte_size=4)]})
+
+
+# --- grpc_infer_request: a serialized inference.ModelInferRequest ------------------------------------------------
+
+def grpc(name, text):
+    encoded = subprocess.run(
+        ["protoc", "--encode=inference.ModelInferRequest", "-I", str(ROOT / "proto"), "grpc_service.proto"],
+        input=text.encode(), stdout=subprocess.PIPE, check=True).stdout
+    write("grpc_infer_request", name, encoded)
+
+
+def pb_bytes(data):
+    return '"' + "".join("\\x%02x" % b for b in data) + '"'
+
+
+def grpc_seeds():
+    grpc("typed_fp32", '''
+      model_name: "identity" model_version: "1" id: "r1"
+      inputs { name: "INPUT0" datatype: "FP32" shape: 3 contents { fp32_contents: [1, 2.5, -3] } }
+      outputs { name: "OUTPUT0" }''')
+    grpc("raw_fp32", '''
+      model_name: "identity"
+      inputs { name: "INPUT0" datatype: "FP32" shape: 4 }
+      raw_input_contents: %s''' % pb_bytes(floats(1.5, -2, 3.25, 4)))
+    grpc("parameters", '''
+      model_name: "identity" id: "p"
+      parameters { key: "priority" value { int64_param: 2 } }
+      parameters { key: "timeout" value { uint64_param: 1500 } }
+      parameters { key: "flag" value { bool_param: true } }
+      parameters { key: "ratio" value { double_param: 0.5 } }
+      parameters { key: "name" value { string_param: "n" } }
+      parameters { key: "huge" value { uint64_param: 18446744073709551615 } }
+      parameters { key: "binary_data_output" value { bool_param: true } }
+      inputs { name: "INPUT0" datatype: "FP32" shape: 1 contents { fp32_contents: 1 } }''')
+    grpc("typed_bytes", '''
+      model_name: "identity_bytes"
+      inputs { name: "INPUT0" datatype: "BYTES" shape: 2 contents { bytes_contents: ["ab", ""] } }''')
+    grpc("raw_bytes", '''
+      model_name: "identity_bytes"
+      inputs { name: "INPUT0" datatype: "BYTES" shape: 3 }
+      raw_input_contents: %s''' % pb_bytes(bytes_elements(b"xyz", b"", b"weft")))
+    grpc("typed_batch", '''
+      model_name: "add_sub"
+      inputs { name: "INPUT0" datatype: "FP32" shape: [1, 16]
+               contents { fp32_contents: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] } }
+      inputs { name: "INPUT1" datatype: "FP32" shape: [1, 16]
+               contents { fp32_contents: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1] } }
+      outputs { name: "OUTPUT1" } outputs { name: "OUTPUT0" }''')
+    grpc("raw_reshaped", '''
+      model_name: "reshaped"
+      inputs { name: "INPUT0" datatype: "INT64" shape: [2, 1] }
+      inputs { name: "INPUT1" datatype: "FP16" shape: [2, 2, 3] }
+      raw_input_contents: %s raw_input_contents: %s''' % (pb_bytes(struct.pack("<2q", 7, -7)),
+                                                          pb_bytes(struct.pack("<12e", *range(12)))))
+    grpc("raw_scalar", '''
+      model_name: "scalar" inputs { name: "INPUT0" datatype: "BOOL" shape: 1 } raw_input_contents: "\\x01"''')
+    typed_field = {"BOOL": "bool_contents", "UINT8": "uint_contents", "UINT16": "uint_contents",
+                   "UINT32": "uint_contents", "UINT64": "uint64_contents", "INT8": "int_contents",
+                   "INT16": "int_contents", "INT32": "int_contents", "INT64": "int64_contents",
+                   "FP32": "fp32_contents", "FP64": "fp64_contents", "BYTES": "bytes_contents"}
+    typed = []
+    for i, (t, values, _) in enumerate(EVERY_TYPE):
+        if t not in typed_field:
+            continue
+        rendered = ", ".join(j(v) if not isinstance(v, bool) else str(v).lower() for v in values)
+        typed.append('inputs { name: "INPUT%d" datatype: "%s" shape: [1, 2] contents { %s: [%s] } }'
+                     % (i, t, typed_field[t], rendered))
+    grpc("typed_every_type", 'model_name: "every_type" ' + "\n".join(typed))
+    grpc("raw_every_type", 'model_name: "every_type" ' + "\n".join(
+        'inputs { name: "INPUT%d" datatype: "%s" shape: [1, 2] }' % (i, t) for i, (t, _, _) in enumerate(EVERY_TYPE))
+        + "\n" + "\n".join("raw_input_contents: " + pb_bytes(b) for _, _, b in EVERY_TYPE))
+    grpc("shm_fp32", '''
+      model_name: "identity"
+      inputs { name: "INPUT0" datatype: "FP32" shape: 4
+               parameters { key: "shared_memory_region" value { string_param: "region" } }
+               parameters { key: "shared_memory_offset" value { int64_param: 8 } }
+               parameters { key: "shared_memory_byte_size" value { int64_param: 16 } } }
+      outputs { name: "OUTPUT0"
+                parameters { key: "shared_memory_region" value { string_param: "region" } }
+                parameters { key: "shared_memory_offset" value { uint64_param: 1024 } }
+                parameters { key: "shared_memory_byte_size" value { uint64_param: 64 } } }''')
+    grpc("shm_bytes", '''
+      model_name: "identity_bytes"
+      inputs { name: "INPUT0" datatype: "BYTES" shape: 2
+               parameters { key: "shared_memory_region" value { string_param: "region" } }
+               parameters { key: "shared_memory_byte_size" value { int64_param: 16 } } }''')
+    grpc("version_and_classification", '''
+      model_name: "identity" model_version: "7"
+      inputs { name: "INPUT0" datatype: "FP32" shape: 1 contents { fp32_contents: 1 } }
+      outputs { name: "OUTPUT0" parameters { key: "classification" value { int64_param: 3 } } }''')
+    grpc("huge_dim_raw", '''
+      model_name: "identity" inputs { name: "INPUT0" datatype: "FP32" shape: 4611686018427387903 }
+      raw_input_contents: "\\x00\\x00\\x80\\x3f"''')
+    grpc("huge_dim_typed", '''
+      model_name: "identity" inputs { name: "INPUT0" datatype: "FP32" shape: 4611686018427387903
+                                      contents { fp32_contents: 1 } }''')
+    grpc("huge_dim_shm", '''
+      model_name: "identity"
+      inputs { name: "INPUT0" datatype: "FP32" shape: 4611686018427387903
+               parameters { key: "shared_memory_region" value { string_param: "region" } }
+               parameters { key: "shared_memory_byte_size" value { int64_param: 4 } } }''')
+    grpc("empty_shape_no_data", '''
+      model_name: "identity" inputs { name: "INPUT0" datatype: "FP32" shape: 0 }''')
+
+
+# --- shared_memory_registration: "<register body>\n<infer body>\n<object contents>" ------------------------------
+
+def shm(name, registration, request, contents=b""):
+    write("shared_memory_registration", name,
+          (j(registration) + "\n" + j(request) + "\n").encode() + contents)
+
+
+def shm_seeds():
+    key = "/weft_fuzz_shm"
+    values = floats(*range(32))
+    shm("fp32_input_and_output", {"key": key, "offset": 0, "byte_size": 256},
+        {"inputs": [shm_tensor("x", "FP32", [4], offset=16, byte_size=16, region="r")],
+         "outputs": [shm_tensor("y", offset=128, byte_size=64, region="r")]}, values)
+    shm("offset_window", {"key": key[1:], "offset": 100, "byte_size": 28},
+        {"inputs": [shm_tensor("x", "UINT8", [2, 2], offset=3, byte_size=4, region="r")]}, bytes(range(128)))
+    elements = bytes_elements(b"ab", b"", b"weft\x00\xff")
+    shm("bytes_input", {"key": key, "byte_size": 64},
+        {"inputs": [shm_tensor("s", "BYTES", [3], offset=0, byte_size=len(elements), region="r")]}, elements)
+    shm("bytes_input_overrun", {"key": key, "byte_size": 64},
+        {"inputs": [shm_tensor("s", "BYTES", [1], byte_size=8, region="r")]}, bytes_elements(b"toolong")[:8])
+    shm("every_type", {"key": key, "byte_size": 4096},
+        {"inputs": [shm_tensor("t%d" % i, t, [2], offset=64 * i, byte_size=len(b), region="r")
+                    for i, (t, _, b) in enumerate(EVERY_TYPE)]},
+        b"".join(b.ljust(64, b"\0") for _, _, b in EVERY_TYPE))
+    shm("huge_dim", {"key": key, "byte_size": 64},
+        {"inputs": [shm_tensor("x", "FP64", [2305843009213693951], byte_size=8, region="r")]}, values)
+    shm("window_past_end", {"key": key, "offset": 4000, "byte_size": 200}, {"inputs": []})
+    shm("unknown_key", {"key": "/weft_fuzz_no_such_object", "byte_size": 8}, {"inputs": []})
+    shm("bad_keys", {"key": "../dev/shm/x", "byte_size": 8}, {"inputs": []})
+    shm("unknown_region", {"key": key, "byte_size": 8},
+        {"inputs": [shm_tensor("x", "FP32", [1], byte_size=4, region="other")]})
+
+
+# --- config_pbtxt: the text of a config.pbtxt ---------------------------------------------------------------------
+
+CONFIGS = {
+    "full": '''# Every field weft reads, in Triton's syntax (both list styles, comments, nested messages).
+name: "m"
+platform: "pytorch_libtorch"
+backend: "pytorch"
+max_batch_size: 8
+version_policy: { specific: { versions: [1, 3] } }
+input [
+  { name: "INPUT0" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [ 3, -1, -1 ] },
+  { name: "SCALAR" data_type: TYPE_INT64 dims: [ 1 ] reshape: { shape: [ ] } }
+]
+input { name: "TEXT" data_type: TYPE_STRING dims: [ 2 ] }
+output [ { name: "OUTPUT0" data_type: TYPE_FP16 dims: [ 10 ] label_filename: "labels.txt" } ]
+instance_group [ { name: "g" count: 2 kind: KIND_GPU gpus: [ 0, 1 ] }, { count: 1 kind: KIND_CPU } ]
+default_model_filename: "model.pt"
+dynamic_batching {
+  preferred_batch_size: [ 4, 8 ]
+  max_queue_delay_microseconds: 100
+  preserve_ordering: true
+  priority_levels: 3
+  default_priority_level: 2
+  default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 5000 allow_timeout_override: true
+                         max_queue_size: 16 }
+  priority_queue_policy { key: 1 value { timeout_action: DELAY max_queue_size: 4 } }
+}
+optimization { priority: PRIORITY_MAX }
+parameters { key: "builtin" value: { string_value: "identity" } }
+''',
+    "every_type": "name: \"every_type\" max_batch_size: 2\ninput [\n" + ",\n".join(
+        '  { name: "I%d" data_type: TYPE_%s dims: [ -1 ] }' % (i, "STRING" if t == "BYTES" else t)
+        for i, (t, _, _) in enumerate(EVERY_TYPE))
+    + "\n]\noutput [ { name: \"O\" data_type: TYPE_FP32 dims: [ 1 ] } ]\n",
+    "version_policies": '''name: "v" input { name: "x" data_type: TYPE_UINT8 dims: [ 4 ] }
+output { name: "y" data_type: TYPE_UINT8 dims: [ 4 ] }
+version_policy: { latest: { num_versions: 2 } }
+instance_group { kind: KIND_MODEL }
+''',
+    "all_versions_reshape_variable": '''name: "r" max_batch_size: 4
+input { name: "x" data_type: TYPE_BF16 dims: [ 2, -1 ] reshape: { shape: [ -1 ] } }
+output { name: "y" data_type: TYPE_BF16 dims: [ -1 ] reshape: { shape: [ 1, -1 ] } }
+version_policy: { all: { } }
+optimization { priority: PRIORITY_MIN }
+''',
+    "unknown_fields_from_newer_triton": '''name: "new" backend: "onnxruntime"
+input { name: "x" data_type: TYPE_FP64 dims: [ 1 ] optional: true }
+output { name: "y" data_type: TYPE_FP64 dims: [ 1 ] }
+model_warmup { name: "w" batch_size: 1 }
+response_cache { enable: true }
+some_future_field: 3
+''',
+    "unsupported_sequence_batching": '''name: "s" input { name: "x" data_type: TYPE_INT32 dims: [ 1 ] }
+output { name: "y" data_type: TYPE_INT32 dims: [ 1 ] }
+sequence_batching { max_sequence_idle_microseconds: 1000 }
+''',
+    "huge_dims": '''name: "h" max_batch_size: 1048576
+input { name: "x" data_type: TYPE_FP32 dims: [ 4611686018427387904, -1 ] }
+output { name: "y" data_type: TYPE_FP32 dims: [ -1 ] }
+''',
+    # Dims whose products are just inside int64 (a one-digit change leaves it), with a reshape to compare against,
+    # and a variable dim whose product with the element size is just short of a wrap around 2^64.
+    "large_dims_reshape": '''name: "l"
+input { name: "x" data_type: TYPE_UINT8 dims: [ 3037000499, 3037000499 ] reshape: { shape: [ 1 ] } }
+output { name: "y" data_type: TYPE_UINT8 dims: [ 1 ] }
+''',
+    "large_dims_raw": '''name: "w"
+input { name: "x" data_type: TYPE_FP32 dims: [ -1, 4611686018427387903 ] }
+output { name: "y" data_type: TYPE_FP32 dims: [ -1 ] }
+''',
+    "syntax_error": 'name: "e" input { name: "x" data_type: TYPE_NOPE dims: [ 1 ',
+}
+
+
+def config_seeds():
+    for model in sorted((ROOT / "examples" / "models").glob("*/config.pbtxt")):
+        write("config_pbtxt", "example_" + model.parent.name, model.read_bytes())
+    for name, text in CONFIGS.items():
+        write("config_pbtxt", name, text)
+
+
+# --- dictionaries: words libFuzzer splices into inputs ------------------------------------------------------------
+
+DATATYPES = [t for t, _, _ in EVERY_TYPE]
+MODELS = ["identity", "identity_bytes", "add_sub", "image", "reshaped", "scalar", "every_type"]
+REQUEST_WORDS = (["inputs", "outputs", "name", "datatype", "shape", "data", "parameters", "id", "binary_data_size",
+                  "binary_data", "binary_data_output", "shared_memory_region", "shared_memory_offset",
+                  "shared_memory_byte_size", "classification", "priority", "timeout", "region", "INPUT0", "INPUT1",
+                  "OUTPUT0", "OUTPUT1"] + DATATYPES + MODELS)
+NUMBERS = ["0", "1", "-1", "255", "256", "65536", "2147483648", "4294967295", "4294967296", "2305843009213693952",
+           "2305843009213693953", "4611686018427387904", "4611686018427387905", "4611686018427387906",
+           "9223372036854775807", "9223372036854775808", "18446744073709551615",
+           "1e308", "-1e39", "3.4028235e38", "65504", "0.1"]
+
+
+def varint(n):
+    """n in protobuf's base-128 wire encoding, as the packed `shape` field holds it."""
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def dict_entry(word):
+    escaped = "".join("\\" + c if c in '"\\' else c if 32 <= ord(c) < 127 else "\\x%02x" % ord(c) for c in word)
+    return '"' + escaped + '"'
+
+
+def write_dict(name, comment, words):
+    DICT.mkdir(parents=True, exist_ok=True)
+    unique = list(dict.fromkeys(words))
+    (DICT / name).write_text("# " + comment + " Written by fuzz/make_seeds.py.\n" +
+                             "".join(dict_entry(w) + "\n" for w in unique))
+
+
+def dictionaries():
+    write_dict("json.dict", "http_infer_request_fuzz and shared_memory_registration_fuzz: KServe v2 JSON.",
+               ['"%s"' % w for w in REQUEST_WORDS + ["key", "offset", "byte_size"]]
+               + ['"/weft_fuzz_shm"', '"weft_fuzz_shm"', '"r"', "\n", "binary\n"] + [m + "\n" for m in MODELS]
+               + NUMBERS + ["true", "false", "null", "[]", "{}", "[[", "]]", '":', '":{', '":[', '","', "\\u0000",
+                            "\x04\x00\x00\x00"])
+    write_dict("grpc.dict", "grpc_infer_request_fuzz: strings of inference.ModelInferRequest.",
+               REQUEST_WORDS + ["1", "7", "-1", "0"]
+               + [varint(n).decode("latin-1") for n in (2**61, 2**61 + 1, 2**62, 2**62 + 1, 2**62 + 2, 2**63 - 1)]
+               + [struct.pack("<q", 4611686018427387906).decode("latin-1"), "\x04\x00\x00\x00"])
+    proto = (ROOT / "proto" / "model_config.proto").read_text()
+    fields = re.findall(r"^\s+(?:repeated |optional )?(?:map<[^>]+>|[\w.]+) (\w+) = \d+", proto, re.M)
+    enums = re.findall(r"^\s+([A-Z][A-Z0-9_]+) = \d+", proto, re.M)
+    write_dict("pbtxt.dict", "config_pbtxt_fuzz: the names of proto/model_config.proto and text-format syntax.",
+               sorted(set(fields)) + ["key", "value"] + sorted(set(enums))
+               + [":", "{", "}", "[", "]", "<", ">", ",", ";", "#", '"', "[ ]", ": { }", "-1"] + NUMBERS
+               + ["1048576", "1025", "true", "false", "pytorch_libtorch", "onnxruntime_onnx", "weft_builtin",
+                  "builtin"])
+
+
+def main():
+    for target in ("http_infer_request", "grpc_infer_request", "shared_memory_registration", "config_pbtxt"):
+        shutil.rmtree(CORPUS / target, ignore_errors=True)
+    http_seeds()
+    grpc_seeds()
+    shm_seeds()
+    config_seeds()
+    dictionaries()
+    for target in sorted(CORPUS.iterdir()):
+        files = list(target.iterdir())
+        print("%s: %d seeds, %d bytes" % (target.name, len(files), sum(f.stat().st_size for f in files)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/, docs/fuzzing.md) into build/fuzz with clang, ASan and UBSan, then runs each
+# for FUZZ_SECONDS seconds (default 45: about 3 minutes for the four) over its seeds (fuzz/corpus/<target>) and
+# regressions (fuzz/regressions/<target>), one at a time, and prints each one's executions. Exits non-zero when
+# any target found a crash, a leak, a timeout or an out-of-memory; the reproducer is printed (base64) and kept in
+# build/fuzz/artifacts/<target>/. Inputs that found new coverage collect in build/fuzz/corpus/<target>.
+#
+# FUZZ_RUNS, when set, also stops each target after that many executions (the long run: docs/fuzzing.md).
+#
+# Usage: tools/fuzz.sh [target...]            every target when none is named
+#        FUZZ_RUNS=10000000 FUZZ_SECONDS=3600 nice tools/fuzz.sh config_pbtxt
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${FUZZ_SECONDS:-45}
+runs_limit=()
+[[ -n "${FUZZ_RUNS:-}" ]] && runs_limit=(-runs="$FUZZ_RUNS")
+all=(http_infer_request grpc_infer_request shared_memory_registration config_pbtxt)
+targets=("${@:-${all[@]}}")
+# -use_value_profile=1: the operands of comparisons (sizes, counts) guide the mutations. With it the gRPC and
+# config targets found the wrapped byte-size products of fuzz/regressions/ from the seeds in under a minute;
+# without it, not in two.
+# Longest input per target: a request with a few KiB of tensor data; the shared memory target's input also
+# carries the object's contents (4 KiB); configs are under 2 KiB.
+declare -A max_len=([http_infer_request]=4096 [grpc_infer_request]=4096 [shared_memory_registration]=6144
+  [config_pbtxt]=4096)
+declare -A dict=([http_infer_request]=json [grpc_infer_request]=grpc [shared_memory_registration]=json
+  [config_pbtxt]=pbtxt)
+
+cmake -S . -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER="${FUZZ_CXX:-clang++-16}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DWEFT_FUZZ=ON -DWEFT_SANITIZE=address,undefined -DWEFT_BUILD_TESTS=OFF -DWEFT_WITH_TORCH=OFF \
+  -DWEFT_WITH_OPENCV=OFF -DWEFT_WITH_CUDA=OFF >/dev/null
+ninja -C build/fuzz -j"$(nproc)" weft_fuzz
+
+failed=()
+summary=()
+for t in "${targets[@]}"; do
+  [[ -n "${dict[$t]:-}" ]] || { echo "unknown target $t (${all[*]})" >&2; exit 2; }
+  work=build/fuzz/corpus/$t
+  artifacts=build/fuzz/artifacts/$t
+  log=build/fuzz/$t.log
+  rm -rf "$artifacts"
+  mkdir -p "$work" "$artifacts"
+  corpora=("$work" "fuzz/corpus/$t")
+  [[ -d fuzz/regressions/$t ]] && corpora+=("fuzz/regressions/$t")
+  echo "=== fuzz $t: ${seconds} s"
+  rc=0
+  begin=$(date +%s)
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "build/fuzz/fuzz/${t}_fuzz" -max_total_time="$seconds" "${runs_limit[@]}" -max_len="${max_len[$t]}" \
+    -dict="fuzz/dict/${dict[$t]}.dict" -use_value_profile=1 -timeout=30 -rss_limit_mb=2048 -error_exitcode=77 \
+    -timeout_exitcode=77 -artifact_prefix="$artifacts/" -print_final_stats=1 "${corpora[@]}" >"$log" 2>&1 || rc=$?
+  elapsed=$(($(date +%s) - begin))
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+  corpus=$(grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -1 | cut -d' ' -f2)
+  summary+=("$(printf '%-28s %10s runs in %5s s %7s exec/s  corpus %-12s %s' "$t" "${runs:-?}" "$elapsed" "${rate:-?}" \
+    "${corpus:-?}" \
+    "$([[ $rc == 0 ]] && echo ok || echo "FAILED (exit $rc)")")")
+  if [[ $rc != 0 ]]; then
+    failed+=("$t")
+    echo "--- $t failed (exit $rc); the end of $log:"
+    tail -n 80 "$log"
+    for a in "$artifacts"/*; do
+      [[ -f "$a" ]] || continue
+      echo "--- reproducer $a (replay: build/fuzz/fuzz/${t}_fuzz $a), base64:"
+      base64 -w 0 "$a"
+      echo
+    done
+  fi
+done
+echo "=== fuzz summary (at most ${seconds} s per target${FUZZ_RUNS:+, $FUZZ_RUNS runs})"
+printf '%s\n' "${summary[@]}"
+if ((${#failed[@]})); then
+  echo "fuzz: FAILED: ${failed[*]} (reproducers under build/fuzz/artifacts/; docs/fuzzing.md says what to do)" >&2
+  exit 1
+fi
