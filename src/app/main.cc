@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
   serve_cmd
       ->add_option("--max-connections", serve.max_connections,
                    "HTTP connections open at once; a new one past it is accepted and closed at once (0 = the "
-                   "descriptor limit less a quarter of it, at most 256)")
+                   "descriptor limit less a reserve of a quarter of it, at most 256 descriptors)")
       ->capture_default_str();
   serve_cmd
       ->add_option("--max-unsent-response-bytes", serve.max_unsent_response_bytes,
@@ -284,7 +284,16 @@ int main(int argc, char** argv) {
   if (log_level == "warning") weft::SetLogLevel(weft::LogLevel::kWarning);
   if (log_level == "error") weft::SetLogLevel(weft::LogLevel::kError);
 
-  if (serve_cmd->parsed()) return weft::RunServe(serve);
+  if (serve_cmd->parsed()) {
+    // Per-model failures are values; what is left to throw is process-wide (a device's or a server's threads
+    // cannot start): one clear line and exit 1, not std::terminate's abort.
+    try {
+      return weft::RunServe(serve);
+    } catch (const std::exception& e) {
+      WEFT_LOG(Error) << "weft serve cannot run: " << e.what();
+      return 1;
+    }
+  }
   if (bench_cmd->parsed()) {
     weft::Result<weft::BenchOptions> options = BenchOptionsFromFlags(bench);
     if (!options.ok()) {

@@ -40,7 +40,7 @@ struct ServeOptions {
   // Limits and shutdown (README "Limits and shutdown"; docs/architecture.md "Edges: connections, descriptors,
   // shutdown").
   // HTTP connections open at once on the inference port; a new one past it is accepted and closed at once.
-  // 0 = derived from the descriptor limit: the limit less a quarter of it, at most 256, which stay for gRPC, the
+  // 0 = derived from the descriptor limit: the limit less a reserve (a quarter of it, at most 256), kept for gRPC, the
   // metrics port and the rest of the process.
   size_t max_connections = 0;
   // Bytes of HTTP responses being written, over all connections; an answer that would go past it gets 429.
