@@ -1,5 +1,9 @@
 #include "base/retry.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 namespace weft {
@@ -27,6 +31,30 @@ bool LogRateLimiter::Allow(SteadyTime now, uint64_t* held_back) {
   *held_back = held_back_;
   held_back_ = 0;
   return true;
+}
+
+SpareDescriptor::SpareDescriptor() { Refill(); }
+
+SpareDescriptor::~SpareDescriptor() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void SpareDescriptor::Refill() {
+  if (fd_ < 0) fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+uint64_t SpareDescriptor::ShedBacklog(int listen_fd, int max) {
+  if (fd_ < 0) return 0;
+  ::close(fd_);
+  fd_ = -1;
+  uint64_t shed = 0;
+  for (; shed < static_cast<uint64_t>(max); ++shed) {
+    int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) break;  // the backlog is empty, or another thread took the freed descriptor
+    ::close(fd);
+  }
+  Refill();
+  return shed;
 }
 
 }  // namespace weft

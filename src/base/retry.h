@@ -51,3 +51,27 @@ class LogRateLimiter {
 };
 
 }  // namespace weft
+
+namespace weft {
+
+// One descriptor held in reserve for the moment accept(2) runs out of them (EMFILE): given up, it lets the server
+// accept and close the connections waiting in the listen backlog, so that their clients learn at once instead of
+// timing out there; then it is taken back. Not thread-safe: one accept loop uses it.
+class SpareDescriptor {
+ public:
+  SpareDescriptor();  // holds one descriptor (of /dev/null) when one is free
+  ~SpareDescriptor();
+  SpareDescriptor(const SpareDescriptor&) = delete;
+  SpareDescriptor& operator=(const SpareDescriptor&) = delete;
+
+  // Gives the spare up, accepts and closes up to `max` connections waiting on the non-blocking `listen_fd`, and
+  // takes a spare again. Returns the connections closed; 0 when no spare was held.
+  uint64_t ShedBacklog(int listen_fd, int max);
+  // Takes a spare again if the last try could not (call after a successful accept).
+  void Refill();
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace weft

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/request.h"
 #include "tensor/data_type.h"
 #include "tensor/tensor.h"
 
@@ -103,8 +104,8 @@ struct ConfigLimits {
   static constexpr size_t kMaxPreferredBatchSizes = 1024;
   // A queue delay is how long a request may wait for company: an hour is already far past any serving use.
   static constexpr uint64_t kMaxQueueDelayMicros = uint64_t{3600} * 1000000;
-  // Timeouts: a year, as for a request's own 'timeout' parameter.
-  static constexpr uint64_t kMaxTimeoutMicros = uint64_t{365} * 24 * 3600 * 1000000;
+  // Timeouts: a year, as for a request's own 'timeout' parameter (model/request.h).
+  static constexpr uint64_t kMaxTimeoutMicros = weft::kMaxTimeoutMicros;
 };
 
 // Checks what every backend relies on: a name, unique tensor names, known datatypes, sane dims and counts, and

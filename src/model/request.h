@@ -16,6 +16,10 @@
 
 namespace weft {
 
+// The longest timeout anything takes, in microseconds: a year. A request's `timeout` is clamped to it and a config's
+// queue timeouts are checked against it, so that arrival + timeout cannot overflow steady_clock's nanoseconds.
+inline constexpr uint64_t kMaxTimeoutMicros = uint64_t{365} * 24 * 3600 * 1000000;
+
 using ParameterValue = std::variant<bool, int64_t, double, std::string>;
 using Parameters = std::map<std::string, ParameterValue>;
 

@@ -1,7 +1,6 @@
 #include "frontend/grpc/grpc_acceptor.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <grpcpp/server_posix.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -107,8 +106,7 @@ void GrpcAcceptor::Run(grpc::Server* server) {
   Backoff backoff;
   LogRateLimiter log(kLogInterval);
   uint64_t shed_since_log = 0;
-  // Given up when accept runs out of descriptors, to accept and close what waits in the backlog.
-  int spare = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  SpareDescriptor spare;
   int wait_ms = -1;  // poll's timeout: none while accepting, the backoff's wait after a failure
   for (;;) {
     pollfd fds[2] = {{.fd = wake_fd_, .events = POLLIN, .revents = 0},
@@ -130,7 +128,7 @@ void GrpcAcceptor::Run(grpc::Server* server) {
             WEFT_LOG(Info) << "accepting gRPC connections again after " << failures << " failed tries";
           }
         }
-        if (spare < 0) spare = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        spare.Refill();
         int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         grpc::AddInsecureChannelFromFd(server, fd);  // gRPC owns the descriptor from here on
@@ -140,16 +138,7 @@ void GrpcAcceptor::Run(grpc::Server* server) {
       if (error == EAGAIN || error == EWOULDBLOCK) break;
       if (IsConnectionError(error)) continue;
       std::chrono::milliseconds wait = backoff.Failed();
-      if ((error == EMFILE || error == ENFILE) && spare >= 0) {
-        ::close(spare);
-        for (int i = 0; i < kShedPerRound; ++i) {
-          int shed = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-          if (shed < 0) break;
-          ::close(shed);
-          ++shed_since_log;
-        }
-        spare = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-      }
+      if (error == EMFILE || error == ENFILE) shed_since_log += spare.ShedBacklog(listen_fd_, kShedPerRound);
       uint64_t held_back = 0;
       if (log.Allow(std::chrono::steady_clock::now(), &held_back)) {
         WEFT_LOG(Warning) << "accepting a gRPC connection failed: " << std::strerror(error) << "; retrying in "
@@ -164,7 +153,6 @@ void GrpcAcceptor::Run(grpc::Server* server) {
       break;
     }
   }
-  if (spare >= 0) ::close(spare);
 }
 
 }  // namespace weft

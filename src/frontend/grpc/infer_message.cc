@@ -20,9 +20,6 @@ using inference::ModelInferRequest;
 using inference::ModelInferResponse;
 using ParameterMap = Map<std::string, InferParameter>;
 
-// `timeout` values are clamped here (a year) so that arrival + timeout cannot overflow the clock.
-constexpr uint64_t kMaxTimeoutMicros = uint64_t{365} * 24 * 3600 * 1000000;
-
 std::string Quoted(const std::string& s) { return "'" + s + "'"; }
 
 // A non-negative integer parameter (int64_param or uint64_param), or nullopt.

@@ -1,9 +1,5 @@
 #include "frontend/http/http_server.h"
 
-#include <fcntl.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
@@ -52,8 +48,9 @@ constexpr size_t kWatchReadChunk = 4096;
 constexpr std::chrono::milliseconds kLingerOnClose{2000};
 // Lines about failing accepts and refused connections: at most one per this long, each with a count.
 constexpr std::chrono::seconds kAcceptLogInterval{5};
-// Connections waiting in the listen backlog that BeginShutdown still takes in, at most.
-constexpr int kBacklogAtShutdown = 4096;
+// Connections taken from the listen backlog in one go, at most: by BeginShutdown (to serve them) and when out of
+// descriptors (to close them).
+constexpr int kBacklogTakenAtOnce = 4096;
 
 // The body byte that `header` names (the binary tensor data extension's offset), 0 when the header is absent or
 // not a number: RequestBody::Prepare aligns it.
@@ -175,10 +172,6 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
         handler(h),
         unsent(options.max_unsent_response_bytes, HttpServer::kAlwaysSentBytes) {}
 
-  ~ServerCore() {
-    if (spare_fd >= 0) ::close(spare_fd);
-  }
-
   net::io_context ioc;
   tcp::acceptor acceptor;
   net::steady_timer accept_timer;    // on the acceptor's strand: the wait after a failed accept
@@ -194,9 +187,8 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   LogRateLimiter accept_log{kAcceptLogInterval};
   LogRateLimiter limit_log{kAcceptLogInterval};
   uint64_t shed_since_log = 0;  // connections closed for want of a descriptor since the last accept_log line
-  // A descriptor kept open to be given up when accept runs out of them: with it, the server accepts and closes
-  // the connections waiting in the backlog, so that their clients learn at once instead of timing out there.
-  int spare_fd = -1;
+  // Given up when accept runs out of descriptors, so that the backlog is closed rather than left to time out.
+  SpareDescriptor spare;
 
   mutable std::mutex mu;
   // False before Start and once Stop has drained: nothing new is posted to ioc then.
@@ -207,6 +199,15 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   size_t open_connections = 0;      // accepted and not yet closed; guarded by mu
   std::condition_variable drained;  // signalled when open_connections drops to 0
   std::unordered_map<const Connection*, std::weak_ptr<Connection>> connections;  // guarded by mu
+
+  // The connections still alive, to post work to. Under mu.
+  std::vector<std::shared_ptr<Connection>> LiveConnectionsLocked() const {
+    std::vector<std::shared_ptr<Connection>> live;
+    for (const auto& [_, weak] : connections) {
+      if (auto c = weak.lock()) live.push_back(std::move(c));
+    }
+    return live;
+  }
 };
 
 // One client connection. All its members are used on its strand only.
@@ -728,26 +729,12 @@ void Admit(internal::ServerCore* core, tcp::socket socket) {
   }
 }
 
-// Out of descriptors: gives up the spare one to accept and close what waits in the backlog, then takes it back.
-// Returns the connections closed.
-uint64_t ShedBacklog(internal::ServerCore* core) {
-  if (core->spare_fd < 0) return 0;
-  ::close(core->spare_fd);
-  core->spare_fd = -1;
-  uint64_t shed = 0;
-  for (; shed < kBacklogAtShutdown; ++shed) {
-    int fd = ::accept4(core->acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) break;  // the backlog is empty, or another thread took the freed descriptor
-    ::close(fd);
-  }
-  core->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  return shed;
-}
-
 void OnAcceptError(internal::ServerCore* core, const error_code& ec) {
   // Retrying at once would fail the same way, thousands of times a second: wait, longer each time.
   std::chrono::milliseconds wait = core->backoff.Failed();
-  if (IsResourceExhaustion(ec)) core->shed_since_log += ShedBacklog(core);
+  if (IsResourceExhaustion(ec)) {
+    core->shed_since_log += core->spare.ShedBacklog(core->acceptor.native_handle(), kBacklogTakenAtOnce);
+  }
   uint64_t held_back = 0;
   if (core->accept_log.Allow(std::chrono::steady_clock::now(), &held_back)) {
     WEFT_LOG(Warning) << "accepting an HTTP connection failed: " << ec.message() << "; retrying in " << wait.count()
@@ -779,7 +766,7 @@ void Accept(internal::ServerCore* core) {
         WEFT_LOG(Info) << "accepting HTTP connections again after " << failures << " failed tries";
       }
     }
-    if (core->spare_fd < 0) core->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    core->spare.Refill();
     bool stopping;
     {
       std::lock_guard lock(core->mu);
@@ -793,7 +780,7 @@ void Accept(internal::ServerCore* core) {
 // At shutdown: connections that completed their handshake wait in the listen backlog, some with a request sent.
 // Closing the listener would reset them; they are taken in and served like the others.
 void AcceptBacklog(internal::ServerCore* core) {
-  for (int i = 0; i < kBacklogAtShutdown; ++i) {
+  for (int i = 0; i < kBacklogTakenAtOnce; ++i) {
     tcp::socket socket(net::make_strand(core->ioc));
     error_code ec;
     core->acceptor.accept(socket, ec);  // the acceptor is non-blocking: would_block once the backlog is empty
@@ -827,7 +814,6 @@ Status HttpServer::Start() {
     return Unavailable("cannot listen on " + where + ": " + ec.message());
   }
   port_ = acceptor.local_endpoint(ec).port();
-  core_->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   {
     std::lock_guard lock(core_->mu);
     core_->running = true;
@@ -849,9 +835,7 @@ void HttpServer::BeginShutdown(SteadyTime deadline) {
     std::lock_guard lock(core_->mu);
     core_->stopping = true;
     core_->deadline = deadline;
-    for (auto& [_, weak] : core_->connections) {
-      if (auto c = weak.lock()) live.push_back(std::move(c));
-    }
+    live = core_->LiveConnectionsLocked();
   }
   net::post(core_->acceptor.get_executor(), [core = core_.get()] {
     core->accept_timer.cancel();
@@ -867,9 +851,7 @@ void HttpServer::BeginShutdown(SteadyTime deadline) {
       std::vector<std::shared_ptr<internal::Connection>> live;
       {
         std::lock_guard lock(core->mu);
-        for (auto& [_, weak] : core->connections) {
-          if (auto c = weak.lock()) live.push_back(std::move(c));
-        }
+        live = core->LiveConnectionsLocked();
       }
       for (auto& c : live) net::post(c->executor(), [c] { c->Expire(); });
     });
@@ -885,9 +867,7 @@ void HttpServer::Stop() {
     std::unique_lock lock(core_->mu);
     core_->drained.wait_until(lock, core_->deadline + kFinalAnswerGrace, [&] { return core_->open_connections == 0; });
     core_->running = false;
-    for (auto& [_, weak] : core_->connections) {
-      if (auto c = weak.lock()) live.push_back(std::move(c));
-    }
+    live = core_->LiveConnectionsLocked();
   }
   // What is left had its chance: answers that come later are dropped.
   for (auto& c : live) net::post(c->executor(), [c] { c->Close(); });

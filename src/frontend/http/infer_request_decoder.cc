@@ -25,8 +25,6 @@ namespace {
 // Documents up to this size reuse a parser per thread; bigger ones get a parser that is freed afterwards, so that
 // one huge request does not pin its parse buffers to an I/O thread for good.
 constexpr size_t kReusedParserMaxBytes = size_t{4} << 20;
-// `timeout` values are clamped here (a year) so that arrival + timeout cannot overflow the clock.
-constexpr uint64_t kMaxTimeoutMicros = uint64_t{365} * 24 * 3600 * 1000000;
 
 // By value: iterating `x.get_array().value_unsafe()` directly would dangle (it refers into a temporary).
 dom::array ArrayOf(dom::element e) { return e.get_array().value_unsafe(); }

@@ -1,7 +1,7 @@
 #include "frontend/shm/shared_memory.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
+#include <sys/mman.h>  // shm_open
 #include <sys/stat.h>
 #include <unistd.h>
 
