@@ -1,9 +1,13 @@
-// Fuzzes config.pbtxt parsing and validation (repository/pbtxt/config_pbtxt.cc): protobuf's text format against
-// proto/model_config.proto, the conversion to ModelConfig, ValidateModelConfig (model/model_config.cc) and the
-// JSON rendering; then, for a config that loads, what the server does with requests for it: raw binary bodies
-// (DecodeRawInferRequest, which sizes the body by the config's dims) and the engine's PrepareInputs.
+// Fuzzes config parsing and validation (repository/pbtxt/config_pbtxt.cc), in both forms a config comes in:
+// config.pbtxt (protobuf's text format against proto/model_config.proto) and JSON (the repository API's load
+// override: protobuf's JSON mapping, unknown fields and enum names found by walking the JSON against the schema);
+// then the conversion to ModelConfig, ValidateModelConfig (model/model_config.cc, model_warmup included) and the
+// JSON rendering. For a config that loads: its rendered JSON must load again as the same config (the config
+// endpoint's answer is what the load API takes back), and what the server does with requests for it: raw binary
+// bodies (DecodeRawInferRequest, which sizes the body by the config's dims) and the engine's PrepareInputs.
 //
-// Input: the text of a config.pbtxt, nothing else.
+// Input: the text of a config.pbtxt or a config as JSON. Every input goes to both parsers: each refuses the other's
+// form within its first bytes, so this costs little, and no seed changes meaning.
 
 #include <algorithm>
 #include <cstdint>
@@ -32,9 +36,28 @@ uint64_t FittingRawBodySize(const ModelConfig& config) {
   return size > kMaxRawBody ? 0 : size;
 }
 
-void Serve(std::string_view text) {
-  Result<ModelConfig> config = ParseModelConfigText(text, "config.pbtxt");
+// The rendered JSON of a config that loaded loads again. Two things change on the way, both in protobuf's JSON
+// mapping and both harmless: bytes that are not UTF-8 become U+FFFD (in strings), and a double -0 becomes 0 (in
+// fields ModelConfig does not hold). So: the same ModelConfig unless a string had such bytes, and from the second
+// rendering on, the same JSON too.
+void CheckJsonRoundTrip(const ModelConfig& config) {
+  Result<ModelConfig> again = ParseModelConfigJson(config.json, "json", "");
+  WEFT_CHECK(again.ok()) << "the JSON of a config that loaded does not load: " << again.status().message() << "\n"
+                         << config.json;
+  if (config.json.find("\xEF\xBF\xBD") == std::string::npos) {
+    ModelConfig a = config;
+    ModelConfig b = *again;
+    a.json.clear();
+    b.json.clear();
+    WEFT_CHECK(a == b) << "the JSON of a config loads as another config:\n" << config.json << "\n" << again->json;
+  }
+  Result<ModelConfig> third = ParseModelConfigJson(again->json, "json", "");
+  WEFT_CHECK(third.ok() && *third == *again) << "the JSON's JSON differs:\n" << again->json;
+}
+
+void Serve(Result<ModelConfig> config) {
   if (!config.ok()) return;
+  CheckJsonRoundTrip(*config);
   if (config->name.empty()) config->name = "m";  // the repository names it after its directory
   WEFT_CHECK(ValidateModelConfig(*config).ok()) << "a config that loaded does not validate";
   // Empty, one byte, one element, and one that fits the first input.
@@ -60,6 +83,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  weft::Serve(std::string_view(reinterpret_cast<const char*>(data), size));
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  weft::Serve(weft::ParseModelConfigText(input, "config.pbtxt"));
+  weft::Serve(weft::ParseModelConfigJson(input, "parameters.config", ""));
   return 0;
 }

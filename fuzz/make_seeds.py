@@ -350,7 +350,7 @@ optimization { priority: PRIORITY_MIN }
     "unknown_fields_from_newer_triton": '''name: "new" backend: "onnxruntime"
 input { name: "x" data_type: TYPE_FP64 dims: [ 1 ] optional: true }
 output { name: "y" data_type: TYPE_FP64 dims: [ 1 ] }
-model_warmup { name: "w" batch_size: 1 }
+model_warmup { name: "w" batch_size: 1 inputs { key: "x" value: { data_type: TYPE_FP64 dims: [ 1 ] zero_data: true } } }
 response_cache { enable: true }
 some_future_field: 3
 ''',
@@ -436,12 +436,20 @@ def dictionaries():
                sorted(set(fields)) + ["key", "value"] + sorted(set(enums))
                + [":", "{", "}", "[", "]", "<", ">", ",", ";", "#", '"', "[ ]", ": { }", "-1"] + NUMBERS
                + ["1048576", "1025", "true", "false", "pytorch_libtorch", "onnxruntime_onnx", "weft_builtin",
-                  "builtin"])
+                  "builtin"]
+               # The JSON form (ParseModelConfigJson): the lowerCamelCase names protobuf's JSON parser also takes,
+               # and JSON syntax.
+               + sorted({re.sub(r"_(\w)", lambda m: m.group(1).upper(), f) for f in fields if "_" in f})
+               + ['{"', '":', '": {', '": [', '": "', "}, {", "[{", "}]", '", "', "null", '"NaN"', '"-Infinity"',
+                  "\\u0000", "'"])
 
 
 def main():
     for target in ("http_infer_request", "grpc_infer_request", "shared_memory_registration", "config_pbtxt"):
-        shutil.rmtree(CORPUS / target, ignore_errors=True)
+        # The seeds written by hand (JSON configs, warm-up samples) stay; the rest is written again below.
+        for seed in (CORPUS / target).glob("*"):
+            if not seed.name.startswith(("json_", "warmup_")):
+                seed.unlink()
     http_seeds()
     grpc_seeds()
     shm_seeds()

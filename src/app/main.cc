@@ -246,6 +246,40 @@ int main(int argc, char** argv) {
                    "workers - 1; CUDA: none); 0 = no bound")
       ->capture_default_str()
       ->check(CLI::Range(-1, 1'000'000));
+  // The live repository (README "Model control").
+  serve_cmd
+      ->add_option("--model-control-mode", serve.model_control_mode,
+                   "none: load every model at start, never change; poll: rescan the repository every "
+                   "--repository-poll-secs; explicit: load --load-model at start, then only the repository API; "
+                   "watch: apply changes as inotify reports them, once settled")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "poll", "explicit", "watch"}));
+  serve_cmd
+      ->add_option("--repository-poll-secs", serve.repository_poll_secs,
+                   "poll mode: seconds between rescans of the repository (watch mode too, where inotify fails)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  serve_cmd
+      ->add_option("--repository-settle-secs", serve.repository_settle_secs,
+                   "watch and poll mode: a changed version directory or config loads once nothing in it has "
+                   "changed for this long, so that one being copied is never loaded half way")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  serve_cmd->add_option("--load-model", serve.load_models,
+                        "explicit mode: a model to load at start (repeatable); * loads every model");
+  serve_cmd->add_flag("--require-checksums", serve.require_checksums,
+                      "Load only version directories with a SHA256SUMS manifest (which is always verified when "
+                      "present)");
+  serve_cmd
+      ->add_option("--strict-readiness", serve.strict_readiness,
+                   "/v2/health/ready is false while a model that should serve cannot (loads in progress do not "
+                   "count); false: ready whenever the server answers")
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--model-load-thread-count", serve.model_load_threads,
+                   "Model versions loading at once (low-priority threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   // Limits and shutdown (README "Limits and shutdown").
   serve_cmd
       ->add_option("--max-connections", serve.max_connections,

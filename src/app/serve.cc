@@ -22,9 +22,9 @@
 #include "frontend/http/inference_service.h"
 #include "frontend/http/metrics_service.h"
 #include "frontend/shm/shared_memory.h"
+#include "lifecycle/live_repository.h"
 #include "metrics/metrics.h"
 #include "repository/pbtxt/config_pbtxt.h"
-#include "repository/repository.h"
 
 namespace weft {
 namespace {
@@ -147,17 +147,10 @@ int RunServe(const ServeOptions& options) {
   for (const auto& n : backends.Names()) names += (names.empty() ? "" : ", ") + n;
   WEFT_LOG(Info) << "backends: " << names;
 
-  auto models = LoadRepository({.root = options.model_repository,
-                                .parse_config = [](const std::filesystem::path& p) { return ParseModelConfigFile(p); },
-                                .backends = &backends});
-  if (!models.ok()) {
-    WEFT_LOG(Error) << "cannot load the model repository: " << models.status().message();
+  Result<ModelControlMode> mode = ParseModelControlMode(options.model_control_mode);
+  if (!mode.ok()) {
+    WEFT_LOG(Error) << "--model-control-mode: " << mode.status().message();
     return 1;
-  }
-  for (const auto& m : *models) {
-    if (!m.status.ok()) {
-      WEFT_LOG(Warning) << "model '" << m.name << "' is unavailable: " << m.status.message();
-    }
   }
 
   auto device = OpenServeDevice(options);
@@ -168,12 +161,32 @@ int RunServe(const ServeOptions& options) {
   WEFT_LOG(Info) << "device: " << (*device)->Describe();
   MetricsRegistry metrics;  // the device outlives the engine: declared before it
   // Destroyed by the shutdown thread, which the main thread does not wait for past the exit timeout.
-  auto engine = std::make_unique<Engine>(std::move(models).value(),
-                                         Engine::Options{.max_queue_per_model = options.max_queue_per_model,
+  auto engine = std::make_unique<Engine>(Engine::Options{.max_queue_per_model = options.max_queue_per_model,
                                                          .max_queued_bytes = options.max_queued_bytes,
                                                          .device = device->get(),
-                                                         .multiplexer = MultiplexerOptionsFor(options, **device)},
+                                                         .multiplexer = MultiplexerOptionsFor(options, **device),
+                                                         .strict_readiness = options.strict_readiness},
                                          &metrics);
+  // Destroyed before the engine (by the shutdown thread): it holds versions that the engine tears down.
+  auto repository = std::make_unique<LiveRepository>(
+      engine.get(), &metrics,
+      LiveRepositoryOptions{
+          .root = options.model_repository,
+          .mode = *mode,
+          .poll_interval = std::chrono::milliseconds(static_cast<int64_t>(options.repository_poll_secs) * 1000),
+          .settle = std::chrono::milliseconds(static_cast<int64_t>(options.repository_settle_secs * 1000)),
+          .startup_models = options.load_models,
+          .require_checksums = options.require_checksums,
+          .load_threads = options.model_load_threads,
+          .parse_config = [](std::string_view text, const std::string& source,
+                             const std::string&) { return ParseModelConfigText(text, source); },
+          .parse_config_json = [](std::string_view text, const std::string& source,
+                                  const std::string& name) { return ParseModelConfigJson(text, source, name); },
+          .backends = &backends});
+  if (Status s = repository->Start(); !s.ok()) {
+    WEFT_LOG(Error) << "cannot load the model repository: " << s.message();
+    return 1;
+  }
   // Null when the extension is off. A request's shared memory tensors keep their mappings alive, so the registry
   // may go before the engine.
   std::unique_ptr<SharedMemoryRegistry> shared_memory;
@@ -181,12 +194,13 @@ int RunServe(const ServeOptions& options) {
     shared_memory = std::make_unique<SharedMemoryRegistry>(
         SharedMemoryRegistry::Options{.max_regions = options.max_shared_memory_regions});
   }
-  InferenceService inference(engine.get(), &metrics, {.shared_memory = shared_memory.get()});
+  InferenceService inference(engine.get(), &metrics,
+                             {.shared_memory = shared_memory.get(), .repository = repository.get()});
   MetricsService metrics_service(&metrics);
   GrpcServer grpc({.address = options.http_address,
                    .port = options.grpc_port,
                    .max_message_bytes = static_cast<int64_t>(options.max_request_body_bytes)},
-                  engine.get(), &metrics, shared_memory.get());
+                  engine.get(), &metrics, shared_memory.get(), repository.get());
 
   HttpServer http({.address = options.http_address,
                    .port = options.http_port,
@@ -232,6 +246,7 @@ int RunServe(const ServeOptions& options) {
                  << " s in all (a second signal exits at once)";
   inference.BeginDraining();
   grpc.BeginDraining();
+  repository->BeginShutdown();  // answers the API loads waiting, so that no call waits on a load
   if (int again = WaitForSignal(stop_signals, signalled + drain_delay); again != 0) {
     WEFT_LOG(Warning) << "signal " << again << " again: exiting at once";
     ExitNow(128 + again);
@@ -246,7 +261,8 @@ int RunServe(const ServeOptions& options) {
     grpc.Stop(deadline);  // returns once every call is done, so it waits on executions that never return
     http.Stop();
     metrics_http.Stop();
-    engine.reset();  // answers what is still queued; waits for executions in flight
+    repository.reset();  // waits for a load under way; what serves stays published until the engine goes
+    engine.reset();      // answers what is still queued; waits for executions in flight
     done = true;
   });
   if (int again = WaitForSignal(stop_signals, deadline + kExitSlack, &done); again != 0) {

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace weft {
 
@@ -36,6 +37,15 @@ struct ServeOptions {
   // Best-effort batches in flight over the device; -1 = the device's default (CPU: workers - 1, so that urgent work
   // always finds a free worker; CUDA: no bound); 0 = no bound.
   int best_effort_budget = -1;
+
+  // The live repository (README "Model control"; docs/architecture.md "Live repository").
+  std::string model_control_mode = "none";  // none, poll, explicit, watch (Triton's --model-control-mode, + watch)
+  int repository_poll_secs = 15;            // poll mode's rescan interval (Triton's default); watch mode's fallback
+  double repository_settle_secs = 1.0;      // watch and poll: quiet time before a changed directory loads
+  std::vector<std::string> load_models;     // explicit mode: --load-model, repeatable; "*" = every model
+  bool require_checksums = false;           // refuse versions without SHA256SUMS
+  bool strict_readiness = true;             // Triton's --strict-readiness
+  int model_load_threads = 4;               // Triton's --model-load-thread-count
 
   // Limits and shutdown (README "Limits and shutdown"; docs/architecture.md "Edges: connections, descriptors,
   // shutdown").

@@ -1,8 +1,13 @@
 #include "engine/engine.h"
 
-#include <map>
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "base/log.h"
+#include "base/thread_priority.h"
 #include "engine/request_validation.h"
 #include "scheduler/scheduler.h"
 
@@ -33,164 +38,301 @@ class LaneExecutor final : public InstanceExecutor {
   const std::unique_ptr<Lane> lane_;  // its destructor waits for the lane's batches in flight
 };
 
+// The versions the engine has started and not yet torn down. Shared with the deleters of the handles, which may run
+// on any thread (the last request's answer) and after the engine is gone.
+struct VersionRegistry {
+  struct Entry {
+    std::unique_ptr<ServingVersion> version;
+    std::function<void()> on_unloaded;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t next_id = 1;            // guarded by mu
+  std::map<uint64_t, Entry> live;  // guarded by mu
+  std::vector<uint64_t> released;  // guarded by mu: ids whose last handle is gone, to tear down
+  bool stopping = false;           // guarded by mu
+};
+
 }  // namespace
 
-struct Engine::Impl {
-  struct VersionSlot {
-    std::shared_ptr<LoadedVersion> version;  // owns the instances; outlives the scheduler (declared first)
-    std::vector<std::unique_ptr<LaneExecutor>> executors;  // used by the scheduler, so destroyed after it
-    std::unique_ptr<Scheduler> scheduler;
-  };
-  struct ModelSlot {
-    ModelEntry entry;
-    std::map<int64_t, VersionSlot> versions;  // ready ones only
-  };
+struct ServingVersion::Parts {
+  std::vector<std::unique_ptr<LaneExecutor>> executors;  // used by the scheduler, so destroyed after it
+  std::unique_ptr<Scheduler> scheduler;
+};
 
+ServingVersion::ServingVersion() = default;
+ServingVersion::~ServingVersion() {
+  // The scheduler first: it answers what is still queued and waits for executions in flight on the lanes.
+  if (parts) parts->scheduler.reset();
+}
+
+std::string_view VersionStateName(VersionState state) {
+  switch (state) {
+    case VersionState::kLoading: return "LOADING";
+    case VersionState::kReady: return "READY";
+    case VersionState::kUnloading: return "UNLOADING";
+    case VersionState::kUnavailable: return "UNAVAILABLE";
+  }
+  return "UNAVAILABLE";
+}
+
+struct Engine::Impl {
   Options options;
+  MetricsRegistry* metrics = nullptr;
   // Shared by every scheduler, so declared before (and destroyed after) them; null when unbounded.
   std::unique_ptr<ByteBudget> byte_budget;
-  // Owns the streams every lane runs on: destroyed after the schedulers and their lanes. Null without a device.
+  // Owns the streams every lane runs on: destroyed after the versions. Null without a device.
   std::unique_ptr<Multiplexer> multiplexer;
-  // Built in the constructor, read-only afterwards: lookups need no lock.
-  std::map<std::string, ModelSlot> models;
+  Status device_status;  // why there is no multiplexer although a device was given
 
-  // Finds (model, version); version 0 = the highest ready one.
-  Result<const VersionSlot*> Find(const std::string& model, int64_t version) const {
-    auto it = models.find(model);
-    if (it == models.end()) return NotFound("unknown model '" + model + "'");
-    const ModelSlot& slot = it->second;
+  std::shared_ptr<VersionRegistry> registry = std::make_shared<VersionRegistry>();
+  // Read by every request; replaced whole by writers, who take publish_mu so that none loses another's change.
+  std::atomic<std::shared_ptr<const RoutingTable>> table{std::make_shared<const RoutingTable>()};
+  std::mutex publish_mu;
+  std::vector<VersionHandle> fixed;  // the versions of the constructor's entries: in service for good
+  std::jthread unloader;             // tears down released versions; started last, stopped first
+
+  // Tears down every version whose last handle is gone, at a low priority: unloading frees a model's memory and
+  // joins its threads, which is no work for a thread on the request path.
+  void RunUnloader() {
+    SetCurrentThreadNice(kBackgroundNice);
+    std::unique_lock lock(registry->mu);
+    for (;;) {
+      registry->cv.wait(lock, [&] { return registry->stopping || !registry->released.empty(); });
+      if (registry->released.empty()) return;  // stopping
+      std::vector<uint64_t> ids;
+      ids.swap(registry->released);
+      std::vector<VersionRegistry::Entry> entries;
+      for (uint64_t id : ids) {
+        auto it = registry->live.find(id);
+        if (it == registry->live.end()) continue;
+        entries.push_back(std::move(it->second));
+        registry->live.erase(it);
+      }
+      lock.unlock();
+      for (auto& entry : entries) {
+        entry.version.reset();
+        if (entry.on_unloaded) entry.on_unloaded();
+      }
+      lock.lock();
+    }
+  }
+
+  // Finds (model, version) in `table`; version 0 = the highest serving one.
+  static Result<const VersionHandle*> Find(const RoutingTable& table, std::string_view model, int64_t version) {
+    auto it = table.models.find(model);
+    if (it == table.models.end()) return NotFound("unknown model '" + std::string(model) + "'");
+    const ModelRoute& route = *it->second;
     if (version == 0) {
-      if (slot.versions.empty()) {
-        return Unavailable("model '" + model + "' is not ready: " + slot.entry.status.message());
+      if (route.serving.empty()) {
+        return Unavailable("model '" + std::string(model) + "' is not ready: " + route.unavailable.message());
       }
-      return &slot.versions.rbegin()->second;
+      return &route.serving.rbegin()->second;
     }
-    auto v = slot.versions.find(version);
-    if (v != slot.versions.end()) return &v->second;
-    for (const auto& [failed, status] : slot.entry.failed_versions) {
-      if (failed == version) {
-        return Unavailable("version " + std::to_string(version) + " of model '" + model +
-                           "' is not ready: " + status.message());
-      }
+    auto v = route.serving.find(version);
+    if (v != route.serving.end()) return &v->second;
+    for (const VersionReport& report : route.versions) {
+      if (report.version != version) continue;
+      return Unavailable("version " + std::to_string(version) + " of model '" + std::string(model) +
+                         "' is not ready (" + std::string(VersionStateName(report.state)) + ")" +
+                         (report.reason.empty() ? "" : ": " + report.reason));
     }
-    return NotFound("model '" + model + "' has no version " + std::to_string(version));
+    return NotFound("model '" + std::string(model) + "' has no version " + std::to_string(version));
+  }
+
+  void Publish(const std::function<void(RoutingTable&)>& change) {
+    std::lock_guard lock(publish_mu);
+    auto next = std::make_shared<RoutingTable>(*table.load());
+    change(*next);
+    table.store(std::move(next));
   }
 };
 
-Engine::Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry* metrics)
-    : impl_(std::make_unique<Impl>()) {
+Engine::Engine(Options options, MetricsRegistry* metrics) : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
+  impl_->metrics = metrics;
   if (options.max_queued_bytes > 0) impl_->byte_budget = std::make_unique<ByteBudget>(options.max_queued_bytes);
-  Status device_status;
   if (options.device) {
     auto multiplexer = Multiplexer::Create(options.device, options.multiplexer, metrics);
     if (multiplexer.ok()) {
       impl_->multiplexer = std::move(multiplexer).value();
     } else {
-      device_status = multiplexer.status().WithContext("device " + options.device->name());
-      WEFT_LOG(Error) << device_status.message();
+      impl_->device_status = multiplexer.status().WithContext("device " + options.device->name());
+      WEFT_LOG(Error) << impl_->device_status.message();
     }
   }
+  impl_->unloader = std::jthread([impl = impl_.get()] { impl->RunUnloader(); });
+}
+
+Engine::Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry* metrics) : Engine(options, metrics) {
   for (auto& entry : models) {
-    std::string name = entry.name;
-    Impl::ModelSlot slot;
-    std::vector<std::shared_ptr<LoadedVersion>> ready;
-    for (auto& version : entry.versions) {
-      std::vector<ModelInstance*> instances;
-      for (auto& instance : version->instances) instances.push_back(instance.get());
-      std::vector<std::unique_ptr<LaneExecutor>> executors;
-      Status lanes = device_status;
-      if (impl_->multiplexer) {
-        for (ModelInstance* instance : instances) {
-          auto lane = impl_->multiplexer->AddInstance(version->config, version->version, instance);
-          if (!lane.ok()) {
-            lanes = lane.status();
-            break;
-          }
-          executors.push_back(std::make_unique<LaneExecutor>(std::move(lane).value()));
-        }
-      }
-      if (!lanes.ok()) {
-        WEFT_LOG(Error) << "model '" << name << "' version " << version->version << ": " << lanes.message();
-        entry.failed_versions.emplace_back(version->version, lanes);
+    auto route = std::make_shared<ModelRoute>();
+    if (entry.config) route->config = std::make_shared<const ModelConfig>(*entry.config);
+    for (auto& loaded : entry.versions) {
+      const int64_t version = loaded->version;
+      Result<VersionHandle> handle = StartVersion(loaded);
+      if (!handle.ok()) {
+        WEFT_LOG(Error) << "model '" << entry.name << "' version " << version << ": " << handle.status().message();
+        entry.failed_versions.emplace_back(version, handle.status());
         continue;
       }
-      std::vector<InstanceExecutor*> raw_executors;
-      for (auto& e : executors) raw_executors.push_back(e.get());
-      Scheduler::Options scheduler_options{
-          .version = version->version,
-          .max_queue = options.max_queue_per_model != Options::kDefaultQueueBound ? options.max_queue_per_model
-                       : ConfigBoundsQueue(version->config)                       ? 0
-                                                                                  : DefaultQueueBound(version->config),
-          .byte_budget = impl_->byte_budget.get(),
-          .finish_outputs =
-              [version](const InferenceRequest& request, std::vector<Tensor> outputs, int64_t batch_size) {
-                return FinishOutputs(version->config, request, std::move(outputs), batch_size);
-              },
-          .executors = std::move(raw_executors),
-      };
-      Result<std::unique_ptr<Scheduler>> scheduler =
-          Scheduler::Create(version->config, std::move(instances), std::move(scheduler_options), metrics);
-      if (!scheduler.ok()) {
-        WEFT_LOG(Error) << "model '" << name << "' version " << version->version << ": "
-                        << scheduler.status().message();
-        entry.failed_versions.emplace_back(version->version, scheduler.status());
-        continue;
-      }
-      ready.push_back(version);
-      slot.versions[version->version] = Impl::VersionSlot{version, std::move(executors), std::move(scheduler).value()};
+      impl_->fixed.push_back(*handle);
+      route->serving[version] = *std::move(handle);
     }
-    if (ready.size() != entry.versions.size()) {
-      entry.versions = std::move(ready);
-      if (entry.versions.empty() && entry.status.ok()) entry.status = entry.failed_versions.back().second;
+    for (const auto& [version, handle] : route->serving) {
+      route->versions.push_back({version, VersionState::kReady, ""});
     }
-    slot.entry = std::move(entry);
-    impl_->models.emplace(std::move(name), std::move(slot));
+    for (const auto& [version, status] : entry.failed_versions) {
+      route->versions.push_back({version, VersionState::kUnavailable, status.message()});
+    }
+    std::sort(route->versions.begin(), route->versions.end(),
+              [](const VersionReport& a, const VersionReport& b) { return a.version < b.version; });
+    route->state = route->serving.empty() ? VersionState::kUnavailable : VersionState::kReady;
+    if (route->serving.empty()) {
+      route->failed = true;
+      route->unavailable = !entry.status.ok()               ? entry.status
+                           : !entry.failed_versions.empty() ? entry.failed_versions.back().second
+                                                            : Unavailable("no version loaded");
+    }
+    PublishModel(entry.name, std::move(route));
   }
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  impl_->table.store(std::make_shared<const RoutingTable>());
+  impl_->fixed.clear();
+  {
+    std::lock_guard lock(impl_->registry->mu);
+    impl_->registry->stopping = true;
+  }
+  impl_->registry->cv.notify_all();
+  impl_->unloader = std::jthread();  // joins once it has torn down what was released
+  // What is left is still held by requests (or by a caller that broke the contract). Tearing it down answers the
+  // queued requests UNAVAILABLE and waits for executions in flight; the handles they drop only mark their version
+  // released in the registry, which outlives this.
+  std::map<uint64_t, VersionRegistry::Entry> left;
+  {
+    std::lock_guard lock(impl_->registry->mu);
+    left.swap(impl_->registry->live);
+  }
+  left.clear();
+}
+
+Result<VersionHandle> Engine::StartVersion(std::shared_ptr<LoadedVersion> loaded, std::function<void()> on_unloaded) {
+  if (!impl_->device_status.ok()) return impl_->device_status;
+  const ModelConfig& config = loaded->config;
+  auto version = std::make_unique<ServingVersion>();
+  version->loaded = loaded;
+  version->parts = std::make_unique<ServingVersion::Parts>();
+  ServingVersion::Parts& parts = *version->parts;
+  std::vector<ModelInstance*> instances;
+  for (auto& instance : loaded->instances) instances.push_back(instance.get());
+  if (impl_->multiplexer) {
+    for (ModelInstance* instance : instances) {
+      WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Lane> lane,
+                            impl_->multiplexer->AddInstance(config, loaded->version, instance));
+      parts.executors.push_back(std::make_unique<LaneExecutor>(std::move(lane)));
+    }
+  }
+  std::vector<InstanceExecutor*> executors;
+  for (auto& e : parts.executors) executors.push_back(e.get());
+  const Options& options = impl_->options;
+  Scheduler::Options scheduler_options{
+      .version = loaded->version,
+      .max_queue = options.max_queue_per_model != Options::kDefaultQueueBound ? options.max_queue_per_model
+                   : ConfigBoundsQueue(config)                                ? 0
+                                                                              : DefaultQueueBound(config),
+      .byte_budget = impl_->byte_budget.get(),
+      .finish_outputs =
+          [loaded = loaded.get()](const InferenceRequest& request, std::vector<Tensor> outputs, int64_t batch_size) {
+            return FinishOutputs(loaded->config, request, std::move(outputs), batch_size);
+          },
+      .executors = std::move(executors),
+  };
+  WEFT_ASSIGN_OR_RETURN(parts.scheduler,
+                        Scheduler::Create(config, std::move(instances), std::move(scheduler_options), impl_->metrics));
+
+  // The handle does not own the version: its deleter hands it to the unload thread, so that the thread that drops
+  // the last handle (an answer's, on a completion thread) never joins the threads of the version it runs on.
+  ServingVersion* raw = version.get();
+  uint64_t id = 0;
+  {
+    std::lock_guard lock(impl_->registry->mu);
+    id = impl_->registry->next_id++;
+    impl_->registry->live.emplace(id, VersionRegistry::Entry{std::move(version), std::move(on_unloaded)});
+  }
+  return VersionHandle(raw, [registry = impl_->registry, id](const ServingVersion*) {
+    {
+      std::lock_guard lock(registry->mu);
+      registry->released.push_back(id);
+    }
+    registry->cv.notify_all();
+  });
+}
+
+void Engine::PublishModel(const std::string& name, std::shared_ptr<const ModelRoute> route) {
+  impl_->Publish([&](RoutingTable& table) { table.models[name] = std::move(route); });
+}
+
+void Engine::RemoveModel(const std::string& name) {
+  impl_->Publish([&](RoutingTable& table) { table.models.erase(name); });
+}
+
+std::shared_ptr<const RoutingTable> Engine::Table() const { return impl_->table.load(); }
 
 void Engine::Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback on_done) {
-  auto found = impl_->Find(request->model_name, request->model_version);
+  std::shared_ptr<const RoutingTable> table = impl_->table.load();
+  auto found = Impl::Find(*table, request->model_name, request->model_version);
   if (!found.ok()) {
     on_done(found.status());
     return;
   }
-  Scheduler& scheduler = *(*found)->scheduler;
+  VersionHandle version = **found;
+  table.reset();
+  Scheduler& scheduler = *version->parts->scheduler;
   auto inputs = PrepareInputs(scheduler.config(), *request);
   if (!inputs.ok()) {
     Complete(scheduler.metrics(), *request, on_done, inputs.status());
     return;
   }
-  scheduler.Submit({.request = std::move(request), .inputs = std::move(inputs).value(), .on_done = std::move(on_done)});
+  scheduler.Submit({.request = std::move(request),
+                    .inputs = std::move(inputs).value(),
+                    .on_done = [version = std::move(version), on_done = std::move(on_done)](
+                                   Result<InferenceResponse> result) { on_done(std::move(result)); }});
 }
 
 Result<std::shared_ptr<const LoadedVersion>> Engine::FindVersion(const std::string& model, int64_t version) const {
-  WEFT_ASSIGN_OR_RETURN(const Impl::VersionSlot* slot, impl_->Find(model, version));
-  return std::shared_ptr<const LoadedVersion>(slot->version);
+  std::shared_ptr<const RoutingTable> table = impl_->table.load();
+  WEFT_ASSIGN_OR_RETURN(const VersionHandle* handle, Impl::Find(*table, model, version));
+  return std::shared_ptr<const LoadedVersion>((*handle)->loaded);
 }
 
 Result<ModelConfig> Engine::FindConfig(const std::string& model) const {
-  auto it = impl_->models.find(model);
-  if (it == impl_->models.end()) return NotFound("unknown model '" + model + "'");
-  if (!it->second.entry.config) {
-    return Unavailable("model '" + model + "' has no valid configuration: " + it->second.entry.status.message());
+  std::shared_ptr<const RoutingTable> table = impl_->table.load();
+  auto it = table->models.find(model);
+  if (it == table->models.end()) return NotFound("unknown model '" + model + "'");
+  const ModelRoute& route = *it->second;
+  if (!route.serving.empty()) return route.serving.rbegin()->second->config();
+  if (!route.config) {
+    return Unavailable("model '" + model + "' has no valid configuration: " + route.unavailable.message());
   }
-  return *it->second.entry.config;
+  return *route.config;
 }
 
 std::vector<int64_t> Engine::ReadyVersions(const std::string& model) const {
   std::vector<int64_t> out;
-  auto it = impl_->models.find(model);
-  if (it == impl_->models.end()) return out;
-  for (const auto& [v, slot] : it->second.versions) out.push_back(v);
+  std::shared_ptr<const RoutingTable> table = impl_->table.load();
+  auto it = table->models.find(model);
+  if (it == table->models.end()) return out;
+  for (const auto& [v, handle] : it->second->serving) out.push_back(v);
   return out;
 }
 
 bool Engine::Ready() const {
-  for (const auto& [name, slot] : impl_->models) {
-    if (slot.versions.empty()) return false;
+  if (!impl_->options.strict_readiness) return true;
+  std::shared_ptr<const RoutingTable> table = impl_->table.load();
+  for (const auto& [name, route] : table->models) {
+    if (route->failed) return false;
   }
   return true;
 }
@@ -199,12 +341,12 @@ Multiplexer* Engine::multiplexer() const { return impl_->multiplexer.get(); }
 
 std::vector<ModelState> Engine::States() const {
   std::vector<ModelState> out;
-  for (const auto& [name, slot] : impl_->models) {
-    if (slot.versions.empty()) {
-      out.push_back({name, 0, false, slot.entry.status.message()});
+  std::shared_ptr<const RoutingTable> table = impl_->table.load();
+  for (const auto& [name, route] : table->models) {
+    if (route->serving.empty()) out.push_back({name, 0, false, route->unavailable.message()});
+    for (const VersionReport& report : route->versions) {
+      out.push_back({name, report.version, report.state == VersionState::kReady, report.reason});
     }
-    for (const auto& [v, version] : slot.versions) out.push_back({name, v, true, ""});
-    for (const auto& [v, status] : slot.entry.failed_versions) out.push_back({name, v, false, status.message()});
   }
   return out;
 }

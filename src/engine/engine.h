@@ -1,8 +1,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -23,8 +26,50 @@ struct ModelState {
   std::string reason;  // why it is not ready
 };
 
-// The facade that frontends call: it owns the loaded models and runs requests on their instances.
-// Thread-safe. Submit never blocks on inference.
+// A version's state as the repository index reports it (Triton's names).
+enum class VersionState { kLoading, kReady, kUnloading, kUnavailable };
+std::string_view VersionStateName(VersionState state);  // "LOADING", "READY", "UNLOADING", "UNAVAILABLE"
+
+struct VersionReport {
+  int64_t version = 0;
+  VersionState state = VersionState::kUnavailable;
+  std::string reason;  // why it is in that state; for a ready version, what else is going on (a reload)
+};
+
+// A version in service: its loaded instances, the device lanes of those instances and its scheduler. The engine
+// creates it (Engine::StartVersion) and owns it; a VersionHandle keeps it in service. The routing table, every
+// request admitted to it and the lifecycle hold handles; when the last one is gone (nothing routes to it and every
+// request it took is answered), the engine tears it down on its own thread. Immutable once started.
+struct ServingVersion {
+  std::shared_ptr<LoadedVersion> loaded;  // its config, instances and directory
+  struct Parts;                           // the scheduler and the lanes (engine.cc)
+  std::unique_ptr<Parts> parts;
+
+  ServingVersion();
+  ~ServingVersion();
+  int64_t version() const { return loaded->version; }
+  const ModelConfig& config() const { return loaded->config; }
+};
+using VersionHandle = std::shared_ptr<const ServingVersion>;
+
+// What the engine serves of one model and what it reports about it. Published as a whole and read without a lock.
+struct ModelRoute {
+  std::shared_ptr<const ModelConfig> config;        // for metadata and config queries; null when none is valid
+  std::map<int64_t, VersionHandle> serving;         // the versions that answer requests; version 0 = the highest
+  std::vector<VersionReport> versions;              // every version worth reporting, ascending (the serving ones too)
+  Status unavailable;                               // while `serving` is empty: why (loading, unloaded, failed)
+  VersionState state = VersionState::kUnavailable;  // the model as a whole: kReady while anything serves
+  bool failed = false;                              // it should serve and cannot: the server is not ready (strict)
+};
+
+// Every model the engine knows, by name. Immutable: a change publishes a new table.
+struct RoutingTable {
+  std::map<std::string, std::shared_ptr<const ModelRoute>, std::less<>> models;
+};
+
+// The facade that frontends call: it serves the models it is given and runs requests on their instances. The data
+// plane of the live repository: lifecycle/ decides which versions serve and publishes them here (PublishModel);
+// requests read the routing table once, without a lock. Thread-safe. Submit never blocks on inference.
 class Engine {
  public:
   struct Options {
@@ -41,13 +86,20 @@ class Engine {
     // runs its batches on its own scheduler thread, with no device layer.
     Device* device = nullptr;
     MultiplexerOptions multiplexer;
+    // Triton's --strict-readiness: Ready() is false while any model that should serve cannot. Off: Ready() is
+    // always true (the process answers).
+    bool strict_readiness = true;
   };
 
-  // Takes the repository's entries; starts a scheduler (one thread per instance and a timer) for every ready
-  // version. A version whose instances cannot get a lane (a bad weft.max_inflight_batches, a device error) is
-  // reported failed with the reason.
+  // An engine that serves nothing until models are published.
+  Engine(Options options, MetricsRegistry* metrics);
+  // An engine that serves `models` as they are, for good: starts a scheduler (one thread per instance and a timer)
+  // for every loaded version. A version whose instances cannot get a lane (a bad weft.max_inflight_batches, a
+  // device error) is reported failed with the reason.
   Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry* metrics);
-  ~Engine();  // requests still queued are answered UNAVAILABLE; running executions finish first
+  // Requests still queued are answered UNAVAILABLE; running executions finish first. Every VersionHandle other than
+  // those held by requests must be released before.
+  ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -55,19 +107,31 @@ class Engine {
   // once (unknown model, invalid input, a full queue or byte budget, a deadline already passed, a superseded
   // frame) or later on a scheduler thread or the device's completion thread. Checks the request against the model's
   // config: input names, datatypes, shapes and byte sizes, requested outputs. Then the model's scheduler applies
-  // priority, deadline, batching, latest frame wins and cancellation (see scheduler/scheduler.h).
+  // priority, deadline, batching, latest frame wins and cancellation (see scheduler/scheduler.h). The request
+  // holds the version it was routed to until it is answered, so a version taken out of service finishes it.
   void Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback on_done);
 
-  // NotFound for an unknown model or version; Unavailable (with the reason) for one that failed to load.
-  // version 0 = the highest ready version.
+  // NotFound for an unknown model or version; Unavailable (with the reason) for one that does not serve.
+  // version 0 = the highest serving version.
   Result<std::shared_ptr<const LoadedVersion>> FindVersion(const std::string& model, int64_t version) const;
-  // The model's config even when it is not ready (for metadata); NotFound if unknown or unparsable.
+  // The model's config even when it is not ready (for metadata); NotFound if unknown, Unavailable if unparsable.
   Result<ModelConfig> FindConfig(const std::string& model) const;
-  // The ready versions of a model, ascending.
+  // The serving versions of a model, ascending.
   std::vector<int64_t> ReadyVersions(const std::string& model) const;
 
-  bool Ready() const;  // every model in the repository is ready
+  bool Ready() const;  // strict readiness: no model has failed; without it, always
   std::vector<ModelState> States() const;
+  // The routing table now: every model, its serving versions and its reports.
+  std::shared_ptr<const RoutingTable> Table() const;
+
+  // Puts a loaded version into service: a lane per instance on the device and a scheduler. It serves once it is
+  // in a published route. `on_unloaded` (optional) runs on the engine's unload thread after the version is torn
+  // down (never during the engine's destruction). Unavailable when its threads cannot start; the device's errors.
+  Result<VersionHandle> StartVersion(std::shared_ptr<LoadedVersion> loaded, std::function<void()> on_unloaded = {});
+  // Replaces the model's route (or adds it) in one atomic step: requests that read the table from now on see only
+  // the new route; requests already admitted to a version it drops finish there.
+  void PublishModel(const std::string& name, std::shared_ptr<const ModelRoute> route);
+  void RemoveModel(const std::string& name);
 
   // The multiplexer on Options::device (streams, busy time), or null without a device.
   Multiplexer* multiplexer() const;

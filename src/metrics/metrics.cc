@@ -103,6 +103,16 @@ Histogram* MetricsRegistry::GetHistogram(const std::string& name, const std::str
   return slot.get();
 }
 
+void MetricsRegistry::Remove(const std::string& name, const Labels& labels) {
+  std::lock_guard lock(mu_);
+  auto it = families_.find(name);
+  if (it == families_.end()) return;
+  const std::string key = LabelKey(labels);
+  it->second.counters.erase(key);
+  it->second.gauges.erase(key);
+  it->second.histograms.erase(key);
+}
+
 std::string MetricsRegistry::Exposition() const {
   std::lock_guard lock(mu_);
   std::string out;

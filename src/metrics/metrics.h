@@ -63,6 +63,11 @@ class MetricsRegistry {
   Histogram* GetHistogram(const std::string& name, const std::string& help, const Labels& labels = {},
                           std::vector<double> bounds = LatencyBuckets());
 
+  // Drops one series of `name` (any type) whose labels are exactly `labels`, so that a thing that is gone (a model
+  // version unloaded) stops being exported. The pointers handed out for that series dangle afterwards: only their
+  // owner may remove it, once it no longer uses them.
+  void Remove(const std::string& name, const Labels& labels);
+
   std::string Exposition() const;
 
  private:

@@ -50,3 +50,21 @@ TEST(MetricsTest, ConcurrentIncrementsAreNotLost) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(MetricsTest, RemovedSeriesIsNotExportedAndComesBackFresh) {
+  MetricsRegistry registry;
+  registry.GetGauge("state", "help", {{"version", "1"}})->Set(1);
+  registry.GetGauge("state", "help", {{"version", "2"}})->Set(1);
+  registry.Remove("state", {{"version", "1"}});
+  registry.Remove("absent", {{"version", "1"}});  // no such family: nothing happens
+  std::string text = registry.Exposition();
+  EXPECT_EQ(text.find("version=\"1\""), std::string::npos) << text;
+  EXPECT_NE(text.find("state{version=\"2\"} 1"), std::string::npos) << text;
+  EXPECT_EQ(registry.GetGauge("state", "help", {{"version", "1"}})->value(), 0);
+}
+
+}  // namespace
+}  // namespace weft

@@ -97,6 +97,104 @@ Status ValidateTensors(const std::vector<TensorConfig>& tensors, const char* fie
   }
   return Status::Ok();
 }
+
+// A file name from a config that must stay inside `dir`: relative, no "..", no NUL (the OS would end the name
+// there). Names reach the file system as <dir>/<name>, and a config may come from a client (the load API).
+Status ValidateRelativeFile(const std::string& field, const std::string& file, const std::string& dir) {
+  if (file.empty()) return InvalidArgument(field + " is empty");
+  if (file.find('\0') != std::string::npos) return InvalidArgument(field + " contains a NUL byte");
+  if (file.front() == '/') return InvalidArgument(field + " '" + file + "' must be relative to " + dir);
+  size_t start = 0;
+  while (start <= file.size()) {
+    size_t end = file.find('/', start);
+    if (end == std::string::npos) end = file.size();
+    if (file.compare(start, end - start, "..") == 0) {
+      return InvalidArgument(field + " '" + file + "' must not leave " + dir + " (\"..\")");
+    }
+    start = end + 1;
+  }
+  return Status::Ok();
+}
+
+Status ValidateWarmupFile(const std::string& file) { return ValidateRelativeFile("input_data_file", file, "warmup/"); }
+
+// The bytes of one item of a warm-up input: a fixed-size type's full size; BYTES elements 4 bytes each (their
+// length prefix: zero and random data are empty elements). nullopt when it overflows.
+std::optional<uint64_t> WarmupItemBytes(const WarmupInputConfig& input) {
+  std::optional<int64_t> elements = CheckedProduct(input.dims);
+  if (!elements) return std::nullopt;
+  const uint64_t element_size = input.data_type == DataType::kBytes ? 4 : DataTypeSize(input.data_type);
+  return CheckedMul(static_cast<uint64_t>(*elements), element_size);
+}
+
+Status ValidateWarmupSample(const ModelConfig& config, const WarmupConfig& sample) {
+  if (config.max_batch_size > 0 && sample.batch_size > static_cast<uint32_t>(config.max_batch_size)) {
+    return InvalidArgument("batch_size " + std::to_string(sample.batch_size) + " is over max_batch_size " +
+                           std::to_string(config.max_batch_size));
+  }
+  // Triton: "For models that don't support batching, batch_size must be 1" (0 skips the sample there, as here).
+  if (config.max_batch_size == 0 && sample.batch_size > 1) {
+    return InvalidArgument("batch_size " + std::to_string(sample.batch_size) +
+                           " must be 1 for a model that does not batch (max_batch_size 0)");
+  }
+  if (sample.count > ConfigLimits::kMaxWarmupCount) {
+    return InvalidArgument("count " + std::to_string(sample.count) + " is over the limit of " +
+                           std::to_string(ConfigLimits::kMaxWarmupCount));
+  }
+  for (const auto& [name, input] : sample.inputs) {
+    if (config.FindInput(name) == nullptr) {
+      return InvalidArgument("input '" + name + "': the model has no such input");
+    }
+  }
+  const uint64_t batch = std::max<uint64_t>(1, sample.batch_size);
+  uint64_t total = 0;
+  for (const TensorConfig& spec : config.inputs) {
+    auto it = sample.inputs.find(spec.name);
+    if (it == sample.inputs.end()) {
+      return InvalidArgument("input '" + spec.name + "' is missing: a sample gives every input of the model");
+    }
+    const WarmupInputConfig& input = it->second;
+    const std::string where = "input '" + spec.name + "': ";
+    if (input.data_type != spec.data_type) {
+      return InvalidArgument(where + "data_type " + std::string(DataTypeConfigName(input.data_type)) +
+                             " does not match the input's " + std::string(DataTypeConfigName(spec.data_type)));
+    }
+    bool fits = input.dims.size() == spec.dims.size();
+    for (size_t d = 0; fits && d < input.dims.size(); ++d) {
+      fits = input.dims[d] > 0 && (spec.dims[d] == -1 || spec.dims[d] == input.dims[d]);
+    }
+    if (!fits) {
+      return InvalidArgument(where + "dims " + ShapeToString(input.dims) + " do not fit the input's dims " +
+                             ShapeToString(spec.dims) + " (every dimension given, -1 of the input by a positive one)");
+    }
+    if (input.source == WarmupInputConfig::Source::kFile) {
+      WEFT_RETURN_IF_ERROR(ValidateWarmupFile(input.file).WithContext("input '" + spec.name + "'"));
+    }
+    // Checked before anything is allocated for the sample: its inputs, batch included, are allocated at once.
+    std::optional<uint64_t> bytes = WarmupItemBytes(input);
+    if (bytes) bytes = CheckedMul(*bytes, batch);
+    if (bytes) bytes = CheckedAdd(*bytes, total);
+    if (!bytes || *bytes > ConfigLimits::kMaxWarmupSampleBytes) {
+      return InvalidArgument(where + "the sample's inputs take more than " +
+                             std::to_string(ConfigLimits::kMaxWarmupSampleBytes >> 20) + " MiB, the limit");
+    }
+    total = *bytes;
+  }
+  return Status::Ok();
+}
+
+Status ValidateWarmup(const ModelConfig& config) {
+  if (config.warmup.size() > ConfigLimits::kMaxWarmupSamples) {
+    return InvalidArgument("model_warmup: " + std::to_string(config.warmup.size()) + " samples, at most " +
+                           std::to_string(ConfigLimits::kMaxWarmupSamples) + " are allowed");
+  }
+  for (size_t i = 0; i < config.warmup.size(); ++i) {
+    const WarmupConfig& sample = config.warmup[i];
+    WEFT_RETURN_IF_ERROR(ValidateWarmupSample(config, sample)
+                             .WithContext("model_warmup[" + std::to_string(i) + "] '" + sample.name + "'"));
+  }
+  return Status::Ok();
+}
 }  // namespace
 
 Status ValidateModelConfig(const ModelConfig& config) {
@@ -105,6 +203,10 @@ Status ValidateModelConfig(const ModelConfig& config) {
   if (config.max_batch_size > ConfigLimits::kMaxBatchSize) {
     return InvalidArgument("max_batch_size: " + std::to_string(config.max_batch_size) + " is over the limit of " +
                            std::to_string(ConfigLimits::kMaxBatchSize));
+  }
+  if (!config.default_model_filename.empty()) {
+    WEFT_RETURN_IF_ERROR(
+        ValidateRelativeFile("default_model_filename", config.default_model_filename, "the version directory"));
   }
   if (config.inputs.empty()) return InvalidArgument("input: a model needs at least one input");
   if (config.outputs.empty()) return InvalidArgument("output: a model needs at least one output");
@@ -179,6 +281,7 @@ Status ValidateModelConfig(const ModelConfig& config) {
           check_policy(policy, "dynamic_batching.priority_queue_policy[" + std::to_string(level) + "]"));
     }
   }
+  WEFT_RETURN_IF_ERROR(ValidateWarmup(config));
   return Status::Ok();
 }
 

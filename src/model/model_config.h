@@ -21,6 +21,8 @@ struct TensorConfig {
   DataType data_type = DataType::kInvalid;
   Shape dims;                    // without the batch dimension when max_batch_size > 0; -1 = variable
   std::optional<Shape> reshape;  // the shape the framework sees, if it differs from dims
+
+  friend bool operator==(const TensorConfig&, const TensorConfig&) = default;
 };
 
 enum class InstanceKind { kAuto, kGpu, kCpu, kModel };
@@ -36,6 +38,8 @@ struct InstanceGroupConfig {
   // The GPU of the group's `index`-th instance (0 <= index < Instances()): `count` on each listed GPU in turn; -1
   // when the group lists none.
   int GpuOf(int index) const { return gpus.empty() ? -1 : gpus[static_cast<size_t>(index / count) % gpus.size()]; }
+
+  friend bool operator==(const InstanceGroupConfig&, const InstanceGroupConfig&) = default;
 };
 
 struct VersionPolicyConfig {
@@ -43,6 +47,8 @@ struct VersionPolicyConfig {
   Kind kind = Kind::kLatest;
   int num_versions = 1;           // for kLatest
   std::vector<int64_t> versions;  // for kSpecific
+
+  friend bool operator==(const VersionPolicyConfig&, const VersionPolicyConfig&) = default;
 };
 
 struct QueuePolicyConfig {
@@ -51,6 +57,8 @@ struct QueuePolicyConfig {
   uint64_t default_timeout_us = 0;  // 0 = none
   bool allow_timeout_override = false;
   uint32_t max_queue_size = 0;  // 0 = unbounded
+
+  friend bool operator==(const QueuePolicyConfig&, const QueuePolicyConfig&) = default;
 };
 
 struct DynamicBatchingConfig {
@@ -61,9 +69,36 @@ struct DynamicBatchingConfig {
   uint32_t default_priority_level = 0;
   QueuePolicyConfig default_queue_policy;
   std::map<uint64_t, QueuePolicyConfig> priority_queue_policy;
+
+  friend bool operator==(const DynamicBatchingConfig&, const DynamicBatchingConfig&) = default;
 };
 
 enum class ModelPriority { kDefault, kMax, kMin };
+
+// One input of a warm-up sample (Triton's ModelWarmup.Input). Like every struct here: a plain value,
+// thread-compatible.
+struct WarmupInputConfig {
+  DataType data_type = DataType::kInvalid;
+  Shape dims;  // without the batch dimension; no -1 allowed
+  // Triton's oneof input_data_type. kRandom on a BYTES input gives empty elements, as in Triton (random bytes are
+  // rarely a valid string for the model that reads them).
+  enum class Source { kZero, kRandom, kFile } source = Source::kZero;
+  std::string file;  // kFile: Triton's input_data_file, relative to <model dir>/warmup/
+
+  friend bool operator==(const WarmupInputConfig&, const WarmupInputConfig&) = default;
+};
+
+// A request that is run on every instance of a version before it serves (Triton's ModelWarmup).
+struct WarmupConfig {
+  std::string name;
+  // The batch size of the warm-up request (for a model that batches; its inputs are repeated that many times). 0
+  // skips the sample, as in Triton, where an unset batch_size reads as 0.
+  uint32_t batch_size = 1;
+  std::map<std::string, WarmupInputConfig> inputs;  // every input of the model, by name
+  uint32_t count = 0;                               // Triton: 0 = run once; n = run n times
+
+  friend bool operator==(const WarmupConfig&, const WarmupConfig&) = default;
+};
 
 struct ModelConfig {
   std::string name;
@@ -78,6 +113,7 @@ struct ModelConfig {
   std::map<std::string, std::string> parameters;
   std::optional<DynamicBatchingConfig> dynamic_batching;
   ModelPriority priority = ModelPriority::kDefault;
+  std::vector<WarmupConfig> warmup;  // config field model_warmup, in config order
 
   // The configuration rendered as JSON for the model_configuration endpoint (Triton's field names).
   std::string json;
@@ -88,6 +124,8 @@ struct ModelConfig {
   const TensorConfig* FindOutput(const std::string& name) const;
   // A parameter's string value, or `fallback` when absent.
   std::string Parameter(const std::string& key, const std::string& fallback = "") const;
+
+  friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
 
 // Upper bounds on what a config may ask for, checked by ValidateModelConfig. Each guards what the value sizes: a
@@ -106,10 +144,20 @@ struct ConfigLimits {
   static constexpr uint64_t kMaxQueueDelayMicros = uint64_t{3600} * 1000000;
   // Timeouts: a year, as for a request's own 'timeout' parameter (model/request.h).
   static constexpr uint64_t kMaxTimeoutMicros = weft::kMaxTimeoutMicros;
+  // Warm-up runs every sample `count` times on every instance before the version serves. Samples and count bound
+  // how long a load may take: 64 x 1000 executions per instance is already minutes for a large model, and Triton's
+  // own examples use one or two samples with a count of a few.
+  static constexpr size_t kMaxWarmupSamples = 64;
+  static constexpr uint32_t kMaxWarmupCount = 1000;
+  // One sample's inputs, batch included, are allocated at once, beside the serving version's memory.
+  static constexpr uint64_t kMaxWarmupSampleBytes = uint64_t{1} << 30;
 };
 
 // Checks what every backend relies on: a name, unique tensor names, known datatypes, sane dims and counts, and
-// every count and duration within ConfigLimits. InvalidArgument naming the field otherwise.
+// every count and duration within ConfigLimits. Warm-up samples give every input and nothing else, with the
+// input's datatype, dims that fit the input's (no -1), a batch size the model takes, a plain relative file name,
+// and at most kMaxWarmupSampleBytes (BYTES elements count 4 bytes each, their length prefix; a file's own length
+// is checked when it is read). InvalidArgument naming the field otherwise.
 Status ValidateModelConfig(const ModelConfig& config);
 
 // The shape a client sends for `tensor`, with -1 for the batch dimension when the model batches.

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <functional>
+
 #include "model/backend.h"
 
 namespace weft {
@@ -49,6 +52,22 @@ class NullBackend : public Backend {
 };
 
 // Triton's rule: a group's count is per listed GPU, and the instances go `count` to each GPU in the listed order.
+// A config may come from a client (the repository API's load override): its model file must stay in the version
+// directory.
+TEST(ModelConfigTest, TheDefaultModelFileStaysInTheVersionDirectory) {
+  ModelConfig c = Mlp();
+  for (const char* ok : {"model.pt", "sub/model.onnx", "..model.pt"}) {
+    c.default_model_filename = ok;
+    EXPECT_TRUE(ValidateModelConfig(c).ok()) << ok;
+  }
+  for (const char* bad : {"/etc/passwd", "../other/1/model.pt", "sub/../../x", ".."}) {
+    c.default_model_filename = bad;
+    Status s = ValidateModelConfig(c);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("default_model_filename"), std::string::npos) << s.message();
+  }
+}
+
 TEST(ModelConfigTest, InstanceGroupCountIsPerListedGpu) {
   auto c = Mlp();
   EXPECT_EQ(c.InstanceCount(), 1);
@@ -69,6 +88,152 @@ TEST(ModelConfigTest, RejectsGpusOnCpuGroupsAndNegativeGpus) {
   EXPECT_NE(ValidateModelConfig(c).message().find("KIND_CPU"), std::string::npos);
   c.instance_groups = {{.name = "gpu", .count = 1, .kind = InstanceKind::kGpu, .gpus = {-1}}};
   EXPECT_NE(ValidateModelConfig(c).message().find("negative"), std::string::npos);
+}
+
+// A model with a variable-length FP32 input "x" [-1, 4] and a BYTES input "s" [2], and one valid warm-up sample.
+ModelConfig WithWarmup(int max_batch_size = 8) {
+  ModelConfig c;
+  c.name = "m";
+  c.max_batch_size = max_batch_size;
+  c.inputs = {{"x", DataType::kFp32, {-1, 4}, std::nullopt}, {"s", DataType::kBytes, {2}, std::nullopt}};
+  c.outputs = {{"y", DataType::kFp32, {4}, std::nullopt}};
+  c.warmup = {
+      {.name = "w",
+       .batch_size = 1,
+       .inputs = {{"x", {.data_type = DataType::kFp32, .dims = {3, 4}}},
+                  {"s", {.data_type = DataType::kBytes, .dims = {2}, .source = WarmupInputConfig::Source::kRandom}}},
+       .count = 2}};
+  return c;
+}
+
+TEST(WarmupValidationTest, AcceptsSamplesThatFitTheInputs) {
+  EXPECT_TRUE(ValidateModelConfig(WithWarmup()).ok()) << ValidateModelConfig(WithWarmup()).ToString();
+  auto c = WithWarmup();
+  c.warmup[0].batch_size = 8;  // max_batch_size
+  c.warmup[0].count = ConfigLimits::kMaxWarmupCount;
+  c.warmup[0].inputs["x"].source = WarmupInputConfig::Source::kFile;
+  c.warmup[0].inputs["x"].file = "sub/./x.bin";
+  EXPECT_TRUE(ValidateModelConfig(c).ok()) << ValidateModelConfig(c).ToString();
+  c.warmup[0].batch_size = 0;  // skipped at run time, as in Triton
+  EXPECT_TRUE(ValidateModelConfig(c).ok());
+  c.warmup.resize(ConfigLimits::kMaxWarmupSamples, c.warmup[0]);
+  EXPECT_TRUE(ValidateModelConfig(c).ok());
+  // A model that does not batch takes 1 (and 0, skipped).
+  c = WithWarmup(/*max_batch_size=*/0);
+  EXPECT_TRUE(ValidateModelConfig(c).ok());
+  c.warmup[0].batch_size = 0;
+  EXPECT_TRUE(ValidateModelConfig(c).ok());
+}
+
+TEST(WarmupValidationTest, ErrorsNameTheSampleTheInputAndTheProblem) {
+  struct Case {
+    std::function<void(ModelConfig&)> change;
+    std::string message;
+  };
+  using Source = WarmupInputConfig::Source;
+  const std::vector<Case> cases = {
+      {[](ModelConfig& c) { c.warmup[0].inputs.erase("s"); },
+       "model_warmup[0] 'w': input 's' is missing: a sample gives every input of the model"},
+      {[](ModelConfig& c) { c.warmup[0].inputs["t"] = c.warmup[0].inputs["s"]; },
+       "model_warmup[0] 'w': input 't': the model has no such input"},
+      {[](ModelConfig& c) { c.warmup[0].inputs["x"].data_type = DataType::kFp16; },
+       "model_warmup[0] 'w': input 'x': data_type TYPE_FP16 does not match the input's TYPE_FP32"},
+      {[](ModelConfig& c) { c.warmup[0].inputs["x"].data_type = DataType::kInvalid; },
+       "model_warmup[0] 'w': input 'x': data_type TYPE_INVALID does not match the input's TYPE_FP32"},
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].dims = {-1, 4};
+       },
+       "model_warmup[0] 'w': input 'x': dims [-1,4] do not fit the input's dims [-1,4] (every dimension given, -1 "
+       "of the input by a positive one)"},
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].dims = {0, 4};
+       },
+       "input 'x': dims [0,4] do not fit"},
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].dims = {3, 5};
+       },
+       "input 'x': dims [3,5] do not fit"},
+      {[](ModelConfig& c) { c.warmup[0].inputs["x"].dims = {3}; }, "input 'x': dims [3] do not fit"},
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].dims = {1, 3, 4};
+       },
+       "input 'x': dims [1,3,4] do not fit"},
+      {[](ModelConfig& c) { c.warmup[0].batch_size = 9; },
+       "model_warmup[0] 'w': batch_size 9 is over max_batch_size 8"},
+      {[](ModelConfig& c) {
+         c.max_batch_size = 0;
+         c.warmup[0].batch_size = 2;
+       },
+       "model_warmup[0] 'w': batch_size 2 must be 1 for a model that does not batch (max_batch_size 0)"},
+      {[](ModelConfig& c) { c.warmup[0].count = 1001; }, "model_warmup[0] 'w': count 1001 is over the limit of 1000"},
+      {[](ModelConfig& c) { c.warmup.resize(65, c.warmup[0]); }, "model_warmup: 65 samples, at most 64 are allowed"},
+      // 2^26 x 4 floats are exactly 1 GiB, and the BYTES input adds 8 bytes; so do 8 items of 2^23 x 4.
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].dims = {int64_t{1} << 26, 4};
+       },
+       "model_warmup[0] 'w': input 's': the sample's inputs take more than 1024 MiB, the limit"},
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].dims = {int64_t{1} << 23, 4};
+         c.warmup[0].batch_size = 8;
+       },
+       "input 's': the sample's inputs take more than 1024 MiB"},
+      // Products that overflow int64 and uint64 are errors, not small numbers.
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].dims = {int64_t{1} << 62, 4};
+       },
+       "input 'x': the sample's inputs take more than 1024 MiB"},
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].dims = {INT64_MAX, 4};
+       },
+       "input 'x': the sample's inputs take more than 1024 MiB"},
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].source = Source::kFile;
+         c.warmup[0].inputs["x"].file = "";
+       },
+       "model_warmup[0] 'w': input 'x': input_data_file is empty"},
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].source = Source::kFile;
+         c.warmup[0].inputs["x"].file = "/etc/passwd";
+       },
+       "model_warmup[0] 'w': input 'x': input_data_file '/etc/passwd' must be relative to warmup/"},
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].source = Source::kFile;
+         c.warmup[0].inputs["x"].file = "../config.pbtxt";
+       },
+       "input 'x': input_data_file '../config.pbtxt' must not leave warmup/ (\"..\")"},
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].source = Source::kFile;
+         c.warmup[0].inputs["x"].file = "a/../../b";
+       },
+       "input_data_file 'a/../../b' must not leave warmup/"},
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].source = Source::kFile;
+         c.warmup[0].inputs["x"].file = "a/..";
+       },
+       "input_data_file 'a/..' must not leave warmup/"},
+      {[](ModelConfig& c) {
+         c.warmup[0].inputs["x"].source = Source::kFile;
+         c.warmup[0].inputs["x"].file = std::string("x\0y", 3);
+       },
+       "input 'x': input_data_file contains a NUL byte"},
+  };
+  for (const Case& k : cases) {
+    ModelConfig c = WithWarmup();
+    k.change(c);
+    Status status = ValidateModelConfig(c);
+    ASSERT_FALSE(status.ok()) << k.message;
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(status.message().find(k.message), std::string::npos) << status.message();
+  }
+  // Names with dots that are not "..", and a second sample that is wrong: the index says which.
+  ModelConfig c = WithWarmup();
+  c.warmup[0].inputs["x"].source = Source::kFile;
+  c.warmup[0].inputs["x"].file = "..x/x..";
+  EXPECT_TRUE(ValidateModelConfig(c).ok());
+  c.warmup.push_back(c.warmup[0]);
+  c.warmup[1].name = "second";
+  c.warmup[1].count = 5000;
+  EXPECT_EQ(ValidateModelConfig(c).message(), "model_warmup[1] 'second': count 5000 is over the limit of 1000");
 }
 
 TEST(BackendRegistryTest, ResolvesPlatformAndBackend) {

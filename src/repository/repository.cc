@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "base/log.h"
+#include "repository/repository_scan.h"
 
 namespace weft {
 namespace fs = std::filesystem;
@@ -21,28 +22,9 @@ std::string JoinVersions(const std::vector<int64_t>& versions) {
   return s;
 }
 
-std::string PolicyToString(const VersionPolicyConfig& policy) {
-  switch (policy.kind) {
-    case VersionPolicyConfig::Kind::kLatest: return "latest " + std::to_string(policy.num_versions);
-    case VersionPolicyConfig::Kind::kAll: return "all";
-    case VersionPolicyConfig::Kind::kSpecific: return "specific [" + JoinVersions(policy.versions) + "]";
-  }
-  return "?";
-}
-
 bool IsHidden(const fs::path& path) {
   const std::string name = path.filename().string();
   return !name.empty() && name[0] == '.';
-}
-
-// Triton's rule: a version directory is named by a decimal number without a leading zero ("0" and "007" are
-// ignored, like "tmp").
-std::optional<int64_t> ParseVersionDirName(const std::string& name) {
-  if (name.empty() || name[0] == '0') return std::nullopt;
-  int64_t version = 0;
-  auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), version);
-  if (ec != std::errc() || end != name.data() + name.size()) return std::nullopt;
-  return version;
 }
 
 Result<std::vector<int64_t>> ListVersions(const fs::path& model_dir) {
@@ -56,30 +38,6 @@ Result<std::vector<int64_t>> ListVersions(const fs::path& model_dir) {
   if (ec) return Internal(model_dir.string() + ": cannot be listed: " + ec.message());
   std::sort(versions.begin(), versions.end());
   return versions;
-}
-
-Result<std::shared_ptr<LoadedVersion>> LoadVersion(const ModelConfig& config, const Backend& backend,
-                                                   const fs::path& model_dir, int64_t version) {
-  auto loaded = std::make_shared<LoadedVersion>();
-  loaded->version = version;
-  loaded->config = config;
-  loaded->dir = model_dir / std::to_string(version);
-  const std::string file =
-      config.default_model_filename.empty() ? backend.DefaultModelFilename() : config.default_model_filename;
-  if (!file.empty()) {
-    const fs::path model_file = loaded->dir / file;
-    std::error_code ec;
-    if (!fs::exists(model_file, ec)) return NotFound(model_file.string() + ": model file not found");
-  }
-  const int count = config.InstanceCount();
-  for (int i = 0; i < count; ++i) {
-    Result<std::unique_ptr<ModelInstance>> instance = backend.CreateInstance(config, loaded->dir, i);
-    const std::string context = loaded->dir.string() + ": instance " + std::to_string(i);
-    if (!instance.ok()) return instance.status().WithContext(context);
-    if (*instance == nullptr) return Internal(context + ": the backend returned no instance");
-    loaded->instances.push_back(std::move(*instance));
-  }
-  return loaded;
 }
 
 // Fills `entry` as far as loading gets and returns the model's status.
@@ -109,7 +67,8 @@ Status LoadModelInto(const RepositoryOptions& options, const fs::path& model_dir
   const std::vector<int64_t> selected = SelectVersions(config.version_policy, available);
   if (selected.empty()) {
     return NotFound(model_dir.string() + ": no version directory matches the version policy (" +
-                    PolicyToString(config.version_policy) + "; version directories: " + JoinVersions(available) + ")");
+                    VersionPolicyToString(config.version_policy) + "; version directories: " + JoinVersions(available) +
+                    ")");
   }
   for (int64_t version : selected) {
     Result<std::shared_ptr<LoadedVersion>> loaded = LoadVersion(config, **backend, model_dir, version);
@@ -121,20 +80,6 @@ Status LoadModelInto(const RepositoryOptions& options, const fs::path& model_dir
   }
   if (entry->versions.empty()) return entry->failed_versions.front().second;
   return Status::Ok();
-}
-
-// `status` with the repository's own path taken out of its message ("/srv/models/mlp/config.pbtxt: ..." becomes
-// "mlp/config.pbtxt: ..."). These reasons reach clients in readiness and metadata answers, and where the
-// repository lies on the server's disk is not theirs to know; the start-up log names the repository once.
-Status WithoutRoot(const Status& status, const std::string& root) {
-  if (status.ok() || root.empty()) return status;
-  std::string prefix = root;
-  if (prefix.back() != '/') prefix += '/';
-  std::string message = status.message();
-  for (size_t at = message.find(prefix); at != std::string::npos; at = message.find(prefix, at)) {
-    message.erase(at, prefix.size());
-  }
-  return Status(status.code(), std::move(message));
 }
 
 ModelEntry LoadModel(const RepositoryOptions& options, const fs::path& model_dir) {
@@ -164,6 +109,50 @@ ModelEntry LoadModel(const RepositoryOptions& options, const fs::path& model_dir
 }
 
 }  // namespace
+
+std::string VersionPolicyToString(const VersionPolicyConfig& policy) {
+  switch (policy.kind) {
+    case VersionPolicyConfig::Kind::kLatest: return "latest " + std::to_string(policy.num_versions);
+    case VersionPolicyConfig::Kind::kAll: return "all";
+    case VersionPolicyConfig::Kind::kSpecific: return "specific [" + JoinVersions(policy.versions) + "]";
+  }
+  return "?";
+}
+
+Result<std::shared_ptr<LoadedVersion>> LoadVersion(const ModelConfig& config, const Backend& backend,
+                                                   const fs::path& model_dir, int64_t version) {
+  auto loaded = std::make_shared<LoadedVersion>();
+  loaded->version = version;
+  loaded->config = config;
+  loaded->dir = model_dir / std::to_string(version);
+  const std::string file =
+      config.default_model_filename.empty() ? backend.DefaultModelFilename() : config.default_model_filename;
+  if (!file.empty()) {
+    const fs::path model_file = loaded->dir / file;
+    std::error_code ec;
+    if (!fs::exists(model_file, ec)) return NotFound(model_file.string() + ": model file not found");
+  }
+  const int count = config.InstanceCount();
+  for (int i = 0; i < count; ++i) {
+    Result<std::unique_ptr<ModelInstance>> instance = backend.CreateInstance(config, loaded->dir, i);
+    const std::string context = loaded->dir.string() + ": instance " + std::to_string(i);
+    if (!instance.ok()) return instance.status().WithContext(context);
+    if (*instance == nullptr) return Internal(context + ": the backend returned no instance");
+    loaded->instances.push_back(std::move(*instance));
+  }
+  return loaded;
+}
+
+Status WithoutRoot(const Status& status, const std::string& root) {
+  if (status.ok() || root.empty()) return status;
+  std::string prefix = root;
+  if (prefix.back() != '/') prefix += '/';
+  std::string message = status.message();
+  for (size_t at = message.find(prefix); at != std::string::npos; at = message.find(prefix, at)) {
+    message.erase(at, prefix.size());
+  }
+  return Status(status.code(), std::move(message));
+}
 
 std::vector<int64_t> SelectVersions(const VersionPolicyConfig& policy, std::vector<int64_t> available) {
   std::sort(available.begin(), available.end());

@@ -47,6 +47,19 @@ struct RepositoryOptions {
 // Chooses the versions to serve from the numeric version directories present. Pure. Returns ascending order.
 std::vector<int64_t> SelectVersions(const VersionPolicyConfig& policy, std::vector<int64_t> available);
 
+// "latest 1", "all", "specific [1, 3]": the policy as messages name it.
+std::string VersionPolicyToString(const VersionPolicyConfig& policy);
+
+// Loads version `version` of a model: checks that its model file exists and creates each instance of `config`
+// through `backend` from `<model_dir>/<version>/`. Errors name the directory and the instance.
+Result<std::shared_ptr<LoadedVersion>> LoadVersion(const ModelConfig& config, const Backend& backend,
+                                                   const std::filesystem::path& model_dir, int64_t version);
+
+// `status` with the repository's own path taken out of its message ("/srv/models/mlp/config.pbtxt: ..." becomes
+// "mlp/config.pbtxt: ..."). These reasons reach clients in readiness, index and metadata answers, and where the
+// repository lies on the server's disk is not theirs to know; the start-up log names the repository once.
+Status WithoutRoot(const Status& status, const std::string& root);
+
 // Scans `<root>/<model>/config.pbtxt` and `<root>/<model>/<version>/`, parses and validates each config,
 // selects versions with the policy and creates each version's instances through its backend.
 // A broken model becomes an entry with an error status; the others load regardless. Fails only when the root

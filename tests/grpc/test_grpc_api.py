@@ -112,7 +112,6 @@ class HealthAndMetadataTest(unittest.TestCase):
 
     def test_unimplemented_extensions(self):
         for call, request in ((server.stub.CudaSharedMemoryStatus, pb.CudaSharedMemoryStatusRequest()),
-                              (server.stub.RepositoryModelLoad, pb.RepositoryModelLoadRequest(model_name="mlp")),
                               (server.stub.TraceSetting, pb.TraceSettingRequest())):
             with self.assertRaises(grpc.RpcError) as e:
                 call(request, timeout=RPC_TIMEOUT)

@@ -15,7 +15,10 @@ namespace weft {
 //   counter   a running count of executed items per instance (its output depends on execution order);
 //   gpu_spin  a CUDA kernel that spins for a configured time on a configured number of blocks (needs a GPU).
 //             Both are described in stateful_models.h.
-// No model file is needed. Thread-safe.
+//   affine    one input and one output, TYPE_FP32, same dims -> OUTPUT = scale * INPUT + offset, where "scale offset"
+//             are the two numbers of the version's model file (default_model_filename, else model.txt; at most
+//             4 KiB): tests of reloads tell versions apart by their outputs, without a framework.
+// Only affine reads a model file (CreateInstance: NotFound when it is missing); the others need none. Thread-safe.
 std::shared_ptr<const Backend> MakeBuiltinBackend();
 
 }  // namespace weft

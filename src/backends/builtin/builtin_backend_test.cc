@@ -2,9 +2,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 namespace weft {
 namespace {
@@ -292,6 +295,161 @@ TEST(BuiltinBackendTest, GpuSpinRejectsBadParameters) {
   auto config = Builtin("gpu_spin", 8, {Spec("INPUT0", DataType::kFp32, {4})}, {Spec("OUTPUT0", DataType::kFp32, {4})});
   config.parameters["blocks"] = "0";
   EXPECT_THAT(MakeBuiltinBackend()->Validate(config).message(), HasSubstr("blocks"));
+}
+
+ModelConfig AffineConfig(int max_batch_size, Shape dims) {
+  return Builtin("affine", max_batch_size, {Spec("INPUT0", DataType::kFp32, dims)},
+                 {Spec("OUTPUT0", DataType::kFp32, dims)});
+}
+
+// A version directory of its own per test, removed afterwards.
+class AffineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "weft_affine_XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  void Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name, std::ios::binary | std::ios::trunc) << text;
+  }
+  Result<std::unique_ptr<ModelInstance>> Load(const ModelConfig& config) {
+    return MakeBuiltinBackend()->CreateInstance(config, dir_, 0);
+  }
+  // The error for model.txt holding `text`.
+  Status Refusal(const std::string& text) {
+    Write("model.txt", text);
+    auto instance = Load(AffineConfig(8, {2}));
+    return instance.ok() ? Status::Ok() : instance.status();
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(AffineTest, ScalesAndOffsetsABatch) {
+  Write("model.txt", "  2.5\n-1e0 \n");
+  auto instance = Load(AffineConfig(8, {2}));
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  Tensor in = Make<float>("INPUT0", DataType::kFp32, {3, 2}, {0, 1, 2, -4, 0.5f, 100});
+  auto out = (*instance)->Execute({&in, 1});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ((*out)[0].name(), "OUTPUT0");
+  EXPECT_EQ((*out)[0].type(), DataType::kFp32);
+  EXPECT_EQ((*out)[0].shape(), Shape({3, 2}));
+  EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{-1, 1.5f, 4, -11, 0.25f, 249}));
+}
+
+TEST_F(AffineTest, WithoutBatchingAndFromUnalignedInput) {
+  Write("weights", "-2 3");
+  auto config = AffineConfig(0, {-1});
+  config.default_model_filename = "weights";
+  auto instance = Load(config);
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  // Three floats one byte into a buffer, as they may sit in a request body.
+  auto owner = std::make_shared<std::vector<std::byte>>(1 + 3 * sizeof(float));
+  const float values[] = {1, 0, -1.5f};
+  std::memcpy(owner->data() + 1, values, sizeof(values));
+  Tensor in("INPUT0", DataType::kFp32, {3}, owner, owner->data() + 1, sizeof(values));
+  auto out = (*instance)->Execute({&in, 1});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{1, 3, 6}));
+}
+
+TEST_F(AffineTest, VersionsWithDifferentFilesGiveDifferentOutputs) {
+  Write("model.txt", "1 0");
+  auto first = Load(AffineConfig(0, {1}));
+  Write("model.txt", "1 7");  // replaced in place: a new instance reads the new numbers, the old keeps its own
+  auto second = Load(AffineConfig(0, {1}));
+  ASSERT_TRUE(first.ok() && second.ok());
+  Tensor in = Make<float>("INPUT0", DataType::kFp32, {1}, {1});
+  EXPECT_EQ(Values<float>((*(*first)->Execute({&in, 1}))[0]), std::vector<float>{1});
+  EXPECT_EQ(Values<float>((*(*second)->Execute({&in, 1}))[0]), std::vector<float>{8});
+}
+
+TEST_F(AffineTest, RefusesAnythingButTwoNumbers) {
+  const std::string file = (dir_ / "model.txt").string();
+  const std::string expected = file + ": expected two numbers 'scale offset'";
+  struct Case {
+    std::string text;
+    std::string detail;
+  };
+  const Case cases[] = {
+      {"garbage", "'garbage'"},
+      {"2 garbage", "'garbage'"},
+      {"2", "found 1"},
+      {"2 3 4", "more than two"},
+      {"", "empty"},
+      {" \n\t ", "found 0"},
+      {"2,3", "'2,3'"},
+      {"0x10 1", "'0x10'"},
+      {"+2 1", "'+2'"},
+      {"nan 1", "'nan'"},
+      {"1 inf", "'inf'"},
+      {"1e39 0", "FP32's range"},
+      {"1e999 0", "'1e999'"},
+      {std::string("1\0 2", 4), "'1?'"},
+  };
+  for (const Case& c : cases) {
+    Status status = Refusal(c.text);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << "'" << c.text << "'";
+    EXPECT_THAT(status.message(), HasSubstr(expected)) << "'" << c.text << "'";
+    EXPECT_THAT(status.message(), HasSubstr(c.detail)) << "'" << c.text << "'";
+  }
+}
+
+TEST_F(AffineTest, ReadsAtMostFourKibibytes) {
+  // Two valid numbers, but past the bound: refused without reading the rest.
+  Status status = Refusal("2 3" + std::string(1 << 20, ' '));
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("at most 4096 bytes"));
+  // Exactly 4096 bytes is still a model file.
+  EXPECT_TRUE(Refusal("2 3" + std::string(4093, '\n')).ok());
+}
+
+TEST_F(AffineTest, MissingFileIsNotFound) {
+  auto instance = Load(AffineConfig(8, {2}));
+  EXPECT_EQ(instance.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(instance.status().message(), HasSubstr((dir_ / "model.txt").string() + ": model file not found"));
+  auto config = AffineConfig(8, {2});
+  config.default_model_filename = "custom.txt";
+  EXPECT_THAT(Load(config).status().message(), HasSubstr("custom.txt"));
+}
+
+TEST_F(AffineTest, RefusesADirectoryInPlaceOfTheFile) {
+  std::filesystem::create_directory(dir_ / "model.txt");
+  auto instance = Load(AffineConfig(8, {2}));
+  EXPECT_EQ(instance.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(instance.status().message(), HasSubstr("not a regular file"));
+}
+
+TEST(BuiltinBackendTest, AffineValidateRefusesOtherShapesOfConfig) {
+  auto backend = MakeBuiltinBackend();
+  EXPECT_TRUE(backend->Validate(AffineConfig(8, {4})).ok());
+
+  auto fp64 = AffineConfig(8, {4});
+  fp64.inputs[0].data_type = fp64.outputs[0].data_type = DataType::kFp64;
+  EXPECT_EQ(backend->Validate(fp64).code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(backend->Validate(fp64).message(),
+              HasSubstr("'INPUT0' data_type: supports TYPE_FP32 only, not TYPE_FP64"));
+  auto int_output = AffineConfig(8, {4});
+  int_output.outputs[0].data_type = DataType::kInt32;
+  EXPECT_THAT(backend->Validate(int_output).message(), HasSubstr("'OUTPUT0' data_type"));
+
+  auto two_inputs = AffineConfig(8, {4});
+  two_inputs.inputs.push_back(Spec("INPUT1", DataType::kFp32, {4}));
+  EXPECT_THAT(backend->Validate(two_inputs).message(), HasSubstr("one input and one output"));
+
+  auto other_dims = AffineConfig(8, {4});
+  other_dims.outputs[0].dims = {2, 2};
+  EXPECT_THAT(backend->Validate(other_dims).message(), HasSubstr("output 'OUTPUT0' dims"));
+
+  // CreateInstance validates before it reads any file.
+  EXPECT_EQ(backend->CreateInstance(fp64, "/nonexistent", 0).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

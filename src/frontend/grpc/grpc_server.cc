@@ -13,7 +13,8 @@ namespace weft {
 // Declaration order is destruction order in reverse: the acceptor goes first, then the gRPC server, the services it
 // called, then the encoder (whose tasks finish calls, so it must run while the server drains).
 struct GrpcServer::Impl {
-  Impl(const Options& options, Engine* engine, MetricsRegistry* metrics, SharedMemoryRegistry* shared_memory)
+  Impl(const Options& options, Engine* engine, MetricsRegistry* metrics, SharedMemoryRegistry* shared_memory,
+       LiveRepository* repository)
       : counters(metrics),
         encoder(options.encode_threads),
         inference(InferServices{.engine = engine,
@@ -23,7 +24,7 @@ struct GrpcServer::Impl {
                                 .inline_encode_bytes = options.inline_encode_bytes,
                                 .max_stream_in_flight = std::max<size_t>(1, options.max_stream_in_flight),
                                 .streams = &streams},
-                  shared_memory, metrics, {}),
+                  shared_memory, repository, metrics, {}),
         health(engine, &counters) {}
 
   GrpcRequestCounters counters;
@@ -36,8 +37,10 @@ struct GrpcServer::Impl {
   bool stopped = false;
 };
 
-GrpcServer::GrpcServer(Options options, Engine* engine, MetricsRegistry* metrics, SharedMemoryRegistry* shared_memory)
-    : options_(std::move(options)), impl_(std::make_unique<Impl>(options_, engine, metrics, shared_memory)) {}
+GrpcServer::GrpcServer(Options options, Engine* engine, MetricsRegistry* metrics, SharedMemoryRegistry* shared_memory,
+                       LiveRepository* repository)
+    : options_(std::move(options)),
+      impl_(std::make_unique<Impl>(options_, engine, metrics, shared_memory, repository)) {}
 
 GrpcServer::~GrpcServer() { Stop(); }
 

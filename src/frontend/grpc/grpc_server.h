@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "engine/engine.h"
 #include "frontend/shm/shared_memory.h"
+#include "lifecycle/live_repository.h"
 #include "metrics/metrics.h"
 
 namespace weft {
@@ -30,8 +31,10 @@ class GrpcServer {
     std::chrono::milliseconds drain_timeout{5000};  // Stop() waits this long for calls, then cancels them
   };
 
-  // `engine` and `metrics` must outlive the server; `shared_memory` too, or null when the extension is off.
-  GrpcServer(Options options, Engine* engine, MetricsRegistry* metrics, SharedMemoryRegistry* shared_memory);
+  // `engine` and `metrics` must outlive the server; `shared_memory` too, or null when the extension is off;
+  // `repository` too, or null when the model repository RPCs answer UNIMPLEMENTED.
+  GrpcServer(Options options, Engine* engine, MetricsRegistry* metrics, SharedMemoryRegistry* shared_memory,
+             LiveRepository* repository = nullptr);
   ~GrpcServer();  // stops
   GrpcServer(const GrpcServer&) = delete;
   GrpcServer& operator=(const GrpcServer&) = delete;

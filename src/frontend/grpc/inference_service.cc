@@ -1,5 +1,6 @@
 #include "frontend/grpc/inference_service.h"
 
+#include <optional>
 #include <vector>
 
 #include "frontend/grpc/grpc_status.h"
@@ -52,7 +53,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   const std::shared_ptr<CancelToken> cancel_;
 };
 
-std::string Quoted(const std::string& s) { return "'" + s + "'"; }
+Status RepositoryOff() { return Unimplemented("the model repository extension is not enabled on this server"); }
 
 Status SharedMemoryOff() {
   return Unimplemented("system shared memory is not enabled on this server (weft serve --allow-shared-memory)");
@@ -61,8 +62,12 @@ Status SharedMemoryOff() {
 }  // namespace
 
 GrpcInferenceService::GrpcInferenceService(const InferServices& services, SharedMemoryRegistry* shared_memory,
-                                           MetricsRegistry* metrics, Options options)
-    : services_(services), shared_memory_(shared_memory), metrics_(metrics), options_(std::move(options)) {
+                                           LiveRepository* repository, MetricsRegistry* metrics, Options options)
+    : services_(services),
+      shared_memory_(shared_memory),
+      repository_(repository),
+      metrics_(metrics),
+      options_(std::move(options)) {
   SetMessageAllocatorFor_ModelInfer(&allocator_);
 }
 
@@ -105,6 +110,10 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ServerMetadata(Context* c, 
   r->set_version(options_.server_version.empty() ? WEFT_VERSION : options_.server_version);
   for (const char* e : {"model_configuration", "parameters", "statistics"}) r->add_extensions(e);
   if (shared_memory_) r->add_extensions("system_shared_memory");
+  if (repository_) {
+    r->add_extensions("model_repository");
+    r->add_extensions("model_repository(unload_dependents)");
+  }
   return Answer(c, GrpcEndpoint::kServerMetadata, Status::Ok());
 }
 
@@ -125,8 +134,15 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ModelStatistics(Context* c,
 
 GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryIndex(Context* c, const RepositoryIndexRequest* q,
                                                                      RepositoryIndexResponse* r) {
-  FillRepositoryIndex(*services_.engine, *q, r);
-  return Answer(c, GrpcEndpoint::kRepositoryIndex, Status::Ok());
+  if (!repository_) return Answer(c, GrpcEndpoint::kRepository, RepositoryOff());
+  for (LiveRepository::IndexEntry& e : repository_->Index(q->ready())) {
+    auto* model = r->add_models();
+    model->set_name(std::move(e.name));
+    if (e.version != 0) model->set_version(std::to_string(e.version));
+    model->set_state(std::move(e.state));
+    model->set_reason(std::move(e.reason));
+  }
+  return Answer(c, GrpcEndpoint::kRepository, Status::Ok());
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::ModelInfer(Context* c, const ModelInferRequest*,
@@ -204,15 +220,56 @@ GrpcInferenceService::Reactor* GrpcInferenceService::SystemSharedMemoryUnregiste
 GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryModelLoad(Context* c,
                                                                          const RepositoryModelLoadRequest* q,
                                                                          RepositoryModelLoadResponse*) {
-  return Answer(c, GrpcEndpoint::kUnimplemented,
-                Unimplemented("loading models on request is not supported (model " + Quoted(q->model_name()) + ")"));
+  if (!repository_) return Answer(c, GrpcEndpoint::kRepository, RepositoryOff());
+  std::optional<std::string> config;
+  for (const auto& [key, value] : q->parameters()) {
+    if (key == "config") {
+      if (value.parameter_choice_case() != ModelRepositoryParameter::kStringParam) {
+        return Answer(c, GrpcEndpoint::kRepository,
+                      InvalidArgument("parameter 'config' must be a string_param holding the model configuration "
+                                      "as JSON"));
+      }
+      config = value.string_param();
+    } else if (key.starts_with("file:")) {
+      return Answer(c, GrpcEndpoint::kRepository,
+                    Unimplemented("parameter '" + key +
+                                  "': model files in the load request are not supported; put them in the model "
+                                  "repository"));
+    } else {
+      return Answer(c, GrpcEndpoint::kRepository,
+                    InvalidArgument("unknown load parameter '" + key + "' (known: config)"));
+    }
+  }
+  // Answered when the model has loaded or failed, from the live repository's thread.
+  Reactor* reactor = c->DefaultReactor();
+  repository_->Load(q->model_name(), std::move(config), [counters = services_.counters, reactor](Status status) {
+    counters->Count(GrpcEndpoint::kRepository, status.code());
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryModelUnload(Context* c,
                                                                            const RepositoryModelUnloadRequest* q,
                                                                            RepositoryModelUnloadResponse*) {
-  return Answer(c, GrpcEndpoint::kUnimplemented,
-                Unimplemented("unloading models on request is not supported (model " + Quoted(q->model_name()) + ")"));
+  if (!repository_) return Answer(c, GrpcEndpoint::kRepository, RepositoryOff());
+  for (const auto& [key, value] : q->parameters()) {
+    // Models load alone here (no ensembles), so unload_dependents has nothing more to unload.
+    if (key != "unload_dependents") {
+      return Answer(c, GrpcEndpoint::kRepository,
+                    InvalidArgument("unknown unload parameter '" + key + "' (known: unload_dependents)"));
+    }
+    if (value.parameter_choice_case() != ModelRepositoryParameter::kBoolParam) {
+      return Answer(c, GrpcEndpoint::kRepository,
+                    InvalidArgument("parameter 'unload_dependents' must be a bool_param"));
+    }
+  }
+  Reactor* reactor = c->DefaultReactor();
+  repository_->Unload(q->model_name(), [counters = services_.counters, reactor](Status status) {
+    counters->Count(GrpcEndpoint::kRepository, status.code());
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::CudaSharedMemoryStatus(Context* c,

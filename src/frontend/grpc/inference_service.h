@@ -11,6 +11,7 @@
 #include "frontend/grpc/stream_infer.h"
 #include "frontend/shm/shared_memory.h"
 #include "grpc_service.grpc.pb.h"
+#include "lifecycle/live_repository.h"
 #include "metrics/metrics.h"
 
 namespace weft {
@@ -36,9 +37,10 @@ class GrpcInferenceService final : public inference::GRPCInferenceService::Callb
     std::string server_version;  // empty = this build's version
   };
 
-  // Everything in `services` and `metrics` must outlive the service and every call it started.
-  GrpcInferenceService(const InferServices& services, SharedMemoryRegistry* shared_memory, MetricsRegistry* metrics,
-                       Options options);
+  // Everything in `services` and `metrics` must outlive the service and every call it started; `repository` too, or
+  // null (the model repository RPCs answer UNIMPLEMENTED).
+  GrpcInferenceService(const InferServices& services, SharedMemoryRegistry* shared_memory, LiveRepository* repository,
+                       MetricsRegistry* metrics, Options options);
 
   // The server is shutting down: ServerReady answers false from now on; everything else goes on serving.
   // Thread-safe; idempotent.
@@ -88,6 +90,7 @@ class GrpcInferenceService final : public inference::GRPCInferenceService::Callb
 
   const InferServices services_;
   SharedMemoryRegistry* const shared_memory_;  // null: the extension is off
+  LiveRepository* const repository_;           // null: the model repository extension is off
   MetricsRegistry* const metrics_;
   const Options options_;
   InferMessageAllocator allocator_;

@@ -139,16 +139,4 @@ Status FillModelStatistics(const Engine& engine, MetricsRegistry* metrics,
   return Status::Ok();
 }
 
-void FillRepositoryIndex(const Engine& engine, const inference::RepositoryIndexRequest& request,
-                         inference::RepositoryIndexResponse* response) {
-  for (const ModelState& s : engine.States()) {
-    if (request.ready() && !s.ready) continue;
-    auto* model = response->add_models();
-    model->set_name(s.name);
-    if (s.version != 0) model->set_version(std::to_string(s.version));
-    model->set_state(s.ready ? "READY" : "UNAVAILABLE");
-    model->set_reason(s.reason);
-  }
-}
-
 }  // namespace weft

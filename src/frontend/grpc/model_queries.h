@@ -28,8 +28,4 @@ Status FillModelStatistics(const Engine& engine, MetricsRegistry* metrics,
                            const inference::ModelStatisticsRequest& request,
                            inference::ModelStatisticsResponse* response);
 
-// Every model and version with its state (READY or UNAVAILABLE) and the reason it is not ready.
-void FillRepositoryIndex(const Engine& engine, const inference::RepositoryIndexRequest& request,
-                         inference::RepositoryIndexResponse* response);
-
 }  // namespace weft

@@ -8,8 +8,8 @@ namespace weft {
 
 namespace {
 
-constexpr std::string_view kEndpointNames[] = {"health",       "server_metadata",  "model_metadata",   "model_ready",
-                                               "model_config", "model_statistics", "repository_index", "shared_memory",
+constexpr std::string_view kEndpointNames[] = {"health",       "server_metadata",  "model_metadata", "model_ready",
+                                               "model_config", "model_statistics", "repository",     "shared_memory",
                                                "infer",        "stream_infer",     "unimplemented"};
 
 }  // namespace

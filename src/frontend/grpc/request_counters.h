@@ -19,7 +19,7 @@ enum class GrpcEndpoint {
   kModelReady,
   kModelConfig,
   kModelStatistics,
-  kRepositoryIndex,
+  kRepository,     // RepositoryIndex, RepositoryModelLoad, RepositoryModelUnload
   kSharedMemory,   // the system shared memory RPCs
   kInfer,          // ModelInfer
   kStreamInfer,    // one count per response on ModelStreamInfer

@@ -7,6 +7,7 @@
 
 #include "frontend/http/infer_codec.h"
 #include "frontend/http/json_writer.h"
+#include "frontend/http/repository_codec.h"
 #include "frontend/http/shared_memory_codec.h"
 #include "frontend/http/status_mapping.h"
 
@@ -24,8 +25,9 @@ namespace {
 constexpr const char* kRequestsHelp = "HTTP requests answered, by endpoint and status class.";
 constexpr const char* kAllRequestsHelp =
     "Requests answered, by protocol, endpoint and status (HTTP class or gRPC code).";
-constexpr std::string_view kEndpointNames[] = {"health",       "server_metadata", "model_metadata", "model_ready",
-                                               "model_config", "infer",           "shared_memory",  "unknown"};
+constexpr std::string_view kEndpointNames[] = {"health",        "server_metadata", "model_metadata",
+                                               "model_ready",   "model_config",    "infer",
+                                               "shared_memory", "repository",      "unknown"};
 static_assert(std::size(kEndpointNames) == InferenceService::kEndpointCount);
 
 // %XX escapes in one path segment; a malformed escape stays as it is.
@@ -67,7 +69,8 @@ struct Route {
   int64_t version = 0;        // 0 = not given: the highest ready version
   bool server_ready = false;  // for kHealth: /ready rather than /live
   std::string region;         // for kSharedMemory: empty = every region
-  std::string action;         // for kSharedMemory: "status", "register" or "unregister"
+  std::string action;         // kSharedMemory: "status", "register" or "unregister"; kRepository: "index", "load" or
+                              // "unload"
 };
 
 // v2/systemsharedmemory[/region/{r}]/{status|register|unregister}; register needs a region.
@@ -89,6 +92,23 @@ std::optional<Route> MatchSharedMemoryRoute(const std::vector<std::string>& s) {
     return std::nullopt;
   }
   return route;
+}
+
+// v2/repository/index, v2/repository/models/{m}/load|unload; all POST.
+std::optional<Route> MatchRepositoryRoute(const std::vector<std::string>& s) {
+  Route route;
+  route.endpoint = Endpoint::kRepository;
+  route.method = http::verb::post;
+  if (s.size() == 3 && s[2] == "index") {
+    route.action = "index";
+    return route;
+  }
+  if (s.size() == 5 && s[2] == "models" && (s[4] == "load" || s[4] == "unload")) {
+    route.model = s[3];
+    route.action = s[4];
+    return route;
+  }
+  return std::nullopt;
 }
 
 std::optional<int64_t> ParseVersion(std::string_view s) {
@@ -113,6 +133,7 @@ std::optional<Route> MatchRoute(std::string_view path) {
     return route;
   }
   if (s[1] == "systemsharedmemory") return MatchSharedMemoryRoute(s);
+  if (s[1] == "repository") return MatchRepositoryRoute(s);
   if (s[1] != "models" || s.size() < 3) return std::nullopt;
   route.model = s[2];
   size_t next = 3;
@@ -333,6 +354,10 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
       json.BeginArray();
       for (const char* e : {"binary_tensor_data", "model_configuration", "parameters"}) json.String(e);
       if (options_.shared_memory) json.String("system_shared_memory");
+      if (options_.repository) {
+        json.String("model_repository");
+        json.String("model_repository(unload_dependents)");
+      }
       json.EndArray();
       json.EndObject();
       return Answer(counters, responder, JsonResponse(std::move(body)));
@@ -375,6 +400,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
     }
 
     case Endpoint::kSharedMemory: return HandleSharedMemory(request, route->action, route->region, counters, responder);
+    case Endpoint::kRepository: return HandleRepository(request, route->action, route->model, counters, responder);
     case Endpoint::kInfer: break;
     case Endpoint::kUnknown: return;  // not produced by MatchRoute
   }
@@ -439,6 +465,39 @@ void InferenceService::HandleSharedMemory(const HttpRequest& request, const std:
     registry->Unregister(region);
   }
   return Answer(counters, responder, JsonResponse("{}"));
+}
+
+// The model repository extension. Loads answer when the model has loaded or failed, from the live repository's
+// thread; the I/O thread does not wait.
+void InferenceService::HandleRepository(const HttpRequest& request, const std::string& action, const std::string& model,
+                                        const ResponseCounters& counters, const HttpResponder& responder) {
+  LiveRepository* repository = options_.repository;
+  if (repository == nullptr) {
+    return Answer(counters, responder,
+                  ErrorResponse(Unimplemented("the model repository extension is not enabled on this server")));
+  }
+  const std::span<const std::byte> body = request.body->bytes();
+  if (action == "index") {
+    Result<RepositoryIndexRequest> decoded = DecodeRepositoryIndexRequest(body);
+    if (!decoded.ok()) return Answer(counters, responder, ErrorResponse(decoded.status()));
+    std::vector<RepositoryIndexEntry> entries;
+    for (LiveRepository::IndexEntry& e : repository->Index(decoded->ready)) {
+      entries.push_back({std::move(e.name), e.version, std::move(e.state), std::move(e.reason)});
+    }
+    return Answer(counters, responder, JsonResponse(EncodeRepositoryIndex(entries)));
+  }
+  auto answer = [counters, responder](Status status) {
+    Answer(counters, responder, status.ok() ? JsonResponse("{}") : ErrorResponse(status));
+  };
+  if (action == "load") {
+    Result<RepositoryLoadRequest> decoded = DecodeRepositoryLoadRequest(body);
+    if (!decoded.ok()) return Answer(counters, responder, ErrorResponse(decoded.status()));
+    return repository->Load(model, std::move(decoded->config), std::move(answer));
+  }
+  // Models load alone here (no ensembles), so unload_dependents has nothing more to unload.
+  Result<RepositoryUnloadRequest> decoded = DecodeRepositoryUnloadRequest(body);
+  if (!decoded.ok()) return Answer(counters, responder, ErrorResponse(decoded.status()));
+  repository->Unload(model, std::move(answer));
 }
 
 }  // namespace weft

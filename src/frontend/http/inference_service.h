@@ -7,6 +7,7 @@
 #include "engine/engine.h"
 #include "frontend/http/http_server.h"
 #include "frontend/shm/shared_memory.h"
+#include "lifecycle/live_repository.h"
 #include "metrics/metrics.h"
 
 namespace weft {
@@ -19,6 +20,7 @@ namespace weft {
 //   POST /v2/models/{m}[/versions/{v}]/infer      JSON and the binary tensor data extension
 //   GET  /v2/systemsharedmemory[/region/{r}]/status, POST /v2/systemsharedmemory/region/{r}/register,
 //   POST /v2/systemsharedmemory[/region/{r}]/unregister   the system shared memory extension, when it is on
+//   POST /v2/repository/index, POST /v2/repository/models/{m}/load, .../unload   the model repository extension
 // Errors are {"error": "..."} with the status from HttpStatusFor. Requests run on the engine; this handler never
 // blocks an I/O thread on inference, and the response is encoded on the I/O thread. Thread-safe.
 class InferenceService : public HttpHandler {
@@ -29,6 +31,9 @@ class InferenceService : public HttpHandler {
     // The system shared memory extension: the registry of regions (shared with the gRPC frontend), or null
     // when it is off. Must outlive the service.
     SharedMemoryRegistry* shared_memory = nullptr;
+    // The model repository extension: the live repository that the index, load and unload routes use, or null
+    // (they answer 501). Must outlive the service and every load it started.
+    LiveRepository* repository = nullptr;
   };
 
   // `engine` and `metrics` must outlive the service and every request it started.
@@ -49,9 +54,10 @@ class InferenceService : public HttpHandler {
     kModelConfig,
     kInfer,
     kSharedMemory,
+    kRepository,
     kUnknown
   };
-  static constexpr size_t kEndpointCount = 8;
+  static constexpr size_t kEndpointCount = 9;
 
   // The counters of one endpoint, one per status class (2xx, 4xx, 5xx), in both families: weft_http_requests_total
   // (kept for the dashboards that read it) and weft_requests_total{protocol="http"} (shared with gRPC).
@@ -64,6 +70,9 @@ class InferenceService : public HttpHandler {
  private:
   void HandleSharedMemory(const HttpRequest& request, const std::string& action, const std::string& region,
                           const ResponseCounters& counters, const HttpResponder& responder);
+  // `action`: "index", "load" or "unload" (of `model`).
+  void HandleRepository(const HttpRequest& request, const std::string& action, const std::string& model,
+                        const ResponseCounters& counters, const HttpResponder& responder);
 
   // Fetched once: counting takes no lock.
   using EndpointCounters = std::array<ResponseCounters, kEndpointCount>;

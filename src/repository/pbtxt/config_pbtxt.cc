@@ -2,8 +2,11 @@
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -65,6 +68,143 @@ Result<ParsedProto> ParseProto(std::string_view text, const std::string& source)
   return parsed;
 }
 
+// `text` cut to `max` bytes, marked when cut: a value from the input echoed in a message or a log line.
+std::string Bounded(std::string_view text, size_t max) {
+  return text.size() <= max ? std::string(text) : std::string(text.substr(0, max)) + "...";
+}
+
+// What a JSON config says beyond the schema: fields it lacks, and enum names it lacks. protobuf's JSON parser drops
+// both silently when told to ignore unknown fields; the text form warns about the first and fails on the second,
+// and so does the JSON form.
+struct JsonFindings {
+  std::vector<std::string> unknown_fields;  // paths, "input[0].future_flag"
+  std::string bad_enum;                     // the first unknown enum name, with its path; empty when none
+};
+
+std::string JoinPath(const std::string& path, std::string_view name) {
+  return path.empty() ? std::string(name) : path + "." + std::string(name);
+}
+
+template <typename Map>
+std::vector<std::string> SortedKeys(const Map& map) {
+  std::vector<std::string> keys;
+  keys.reserve(map.size());
+  for (const auto& [key, value] : map) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+void WalkJsonObject(const pb::Descriptor* type, const pb::Struct& object, const std::string& path, JsonFindings* out);
+
+// One value of `field` (an element, for a repeated field). Recursion follows the schema, which has no cycles, so
+// its depth is bounded whatever the nesting of the JSON.
+void WalkJsonValue(const pb::FieldDescriptor* field, const pb::Value& value, const std::string& path,
+                   JsonFindings* out) {
+  if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE && value.has_struct_value()) {
+    WalkJsonObject(field->message_type(), value.struct_value(), path, out);
+  } else if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_ENUM && value.has_string_value() &&
+             field->enum_type()->FindValueByName(value.string_value()) == nullptr && out->bad_enum.empty()) {
+    out->bad_enum = path + ": unknown value \"" + Bounded(value.string_value(), 64) + "\"";
+  }
+}
+
+void WalkJsonObject(const pb::Descriptor* type, const pb::Struct& object, const std::string& path, JsonFindings* out) {
+  for (const std::string& key : SortedKeys(object.fields())) {
+    // protobuf's JSON parser takes the proto name and the lowerCamelCase JSON name.
+    const pb::FieldDescriptor* field = type->FindFieldByName(key);
+    if (field == nullptr) field = type->FindFieldByCamelcaseName(key);
+    if (field == nullptr) {
+      out->unknown_fields.push_back(JoinPath(path, Bounded(key, 64)));
+      continue;
+    }
+    const pb::Value& value = object.fields().at(key);
+    const std::string where = JoinPath(path, field->name());
+    if (field->is_map() && value.has_struct_value()) {
+      const pb::FieldDescriptor* value_field = field->message_type()->map_value();
+      const auto& entries = value.struct_value().fields();
+      for (const std::string& entry : SortedKeys(entries)) {
+        WalkJsonValue(value_field, entries.at(entry), where + "[" + Bounded(entry, 64) + "]", out);
+      }
+    } else if (field->is_repeated() && value.has_list_value()) {
+      const pb::ListValue& list = value.list_value();
+      for (int i = 0; i < list.values_size(); ++i) {
+        WalkJsonValue(field, list.values(i), where + "[" + std::to_string(i) + "]", out);
+      }
+    } else {
+      WalkJsonValue(field, value, where, out);
+    }
+  }
+}
+
+// protobuf's JSON errors end with the input's line and a caret under the position: keep the first line only, so
+// that a config on one long line is not echoed back.
+std::string JsonError(const pb::util::Status& status) {
+  std::string_view message(status.message().data(), status.message().size());
+  message = message.substr(0, message.find('\n'));
+  if (message.starts_with(": ")) message.remove_prefix(2);  // an error at the root has an empty path
+  return message.empty() ? "cannot be parsed" : Bounded(message, 512);
+}
+
+// How deeply a JSON config may nest objects and arrays. The schema needs 9 levels (optimization.cuda.graph_spec[]
+// .graph_lower_bound.input{}.dim[]); newer Triton fields add a few. The bound is there because protobuf's JSON to
+// google.protobuf.Value conversion (below) takes time quadratic in the depth (4,000 levels: 0.3 s; the 8 million
+// of a 16 MiB config: hours), and a Value of more than ~50 levels is past protobuf's own recursion limit anyway.
+constexpr int kMaxJsonDepth = 32;
+
+// Whether `json` nests objects and arrays deeper than kMaxJsonDepth. Brackets inside strings do not count; protobuf
+// takes strings in single quotes too. What is not JSON is left to the parser to refuse.
+bool NestsTooDeeply(std::string_view json) {
+  int depth = 0;
+  char quote = 0;  // the quote of the string being skipped, or 0
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (quote != 0) {
+      if (c == '\\') {
+        ++i;  // an escaped character, whatever it is
+      } else if (c == quote) {
+        quote = 0;
+      }
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxJsonDepth) return true;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+Result<ParsedProto> ParseJsonProto(std::string_view json, const std::string& source) {
+  if (NestsTooDeeply(json)) {
+    return InvalidArgument(source + ": objects and arrays nest deeper than " + std::to_string(kMaxJsonDepth) +
+                           " levels");
+  }
+  const pb::StringPiece input(json.data(), json.size());
+  ParsedProto parsed;
+  // Strict first: a config without unknown fields or enum names (almost every one) is parsed once.
+  if (pb::util::JsonStringToMessage(input, &parsed.proto).ok()) return parsed;
+  parsed.proto.Clear();
+  pb::util::JsonParseOptions options;
+  // Newer Triton versions add fields, and their config endpoint renders them.
+  options.ignore_unknown_fields = true;
+  pb::util::Status status = pb::util::JsonStringToMessage(input, &parsed.proto, options);
+  if (!status.ok()) return InvalidArgument(source + ": " + JsonError(status));
+  // The same text as a plain JSON tree, to find what the parser ignored. This costs the most (a Value per JSON
+  // value: 4.5 s for 16 MiB of small objects, 19 s for 16 MiB of arrays nested 30 deep, against 1.3 s for the
+  // typed parse), so only a config that has something unknown pays it.
+  pb::Value tree;
+  status = pb::util::JsonStringToMessage(input, &tree);
+  if (!status.ok()) return InvalidArgument(source + ": " + JsonError(status));
+  JsonFindings findings;
+  if (tree.has_struct_value()) WalkJsonObject(parsed.proto.GetDescriptor(), tree.struct_value(), "", &findings);
+  if (!findings.bad_enum.empty()) return InvalidArgument(source + ": " + findings.bad_enum);
+  for (const std::string& field : findings.unknown_fields) {
+    parsed.warnings.push_back(source + ": no field named " + field + " in the schema.");
+  }
+  return parsed;
+}
+
 // Fills the defaults that Triton also reports as set, so that the JSON shows the config that is served.
 void Normalize(inference::ModelConfig* proto) {
   if (proto->version_policy().policy_choice_case() == inference::ModelVersionPolicy::POLICY_CHOICE_NOT_SET) {
@@ -75,18 +215,19 @@ void Normalize(inference::ModelConfig* proto) {
   }
 }
 
+// `field` ends in ": " or is empty.
+Result<DataType> ConvertDataType(inference::DataType type, const std::string& field) {
+  if (type == inference::TYPE_INVALID) return DataType::kInvalid;  // reported by ValidateModelConfig
+  auto converted = DataTypeFromConfigName(inference::DataType_Name(type));
+  if (!converted) return InvalidArgument(field + "data_type: unknown value " + std::to_string(static_cast<int>(type)));
+  return *converted;
+}
+
 template <typename ProtoTensor>
 Result<TensorConfig> ConvertTensor(const ProtoTensor& p, const std::string& field) {
   TensorConfig t;
   t.name = p.name();
-  if (p.data_type() != inference::TYPE_INVALID) {  // TYPE_INVALID is reported by ValidateModelConfig
-    auto type = DataTypeFromConfigName(inference::DataType_Name(p.data_type()));
-    if (!type) {
-      return InvalidArgument(field + " '" + p.name() + "': data_type: unknown value " +
-                             std::to_string(static_cast<int>(p.data_type())));
-    }
-    t.data_type = *type;
-  }
+  WEFT_ASSIGN_OR_RETURN(t.data_type, ConvertDataType(p.data_type(), field + " '" + p.name() + "': "));
   t.dims.assign(p.dims().begin(), p.dims().end());
   // `reshape: { shape: [] }` is meaningful (a scalar), so presence matters, not emptiness.
   if (p.has_reshape()) t.reshape = Shape(p.reshape().shape().begin(), p.reshape().shape().end());
@@ -176,6 +317,33 @@ Result<InstanceGroupConfig> ConvertInstanceGroup(const inference::ModelInstanceG
   return g;
 }
 
+Result<WarmupConfig> ConvertWarmup(const inference::ModelWarmup& p, size_t index) {
+  const std::string field = "model_warmup[" + std::to_string(index) + "] '" + p.name() + "': ";
+  WarmupConfig w;
+  w.name = p.name();
+  w.batch_size = p.batch_size();
+  w.count = p.count();
+  for (const auto& [name, in] : p.inputs()) {
+    const std::string where = field + "input '" + name + "': ";
+    WarmupInputConfig input;
+    WEFT_ASSIGN_OR_RETURN(input.data_type, ConvertDataType(in.data_type(), where));
+    input.dims.assign(in.dims().begin(), in.dims().end());
+    // Triton reads only which member is set: `zero_data: false` still means zeros.
+    switch (in.input_data_type_case()) {
+      case inference::ModelWarmup::Input::kZeroData: input.source = WarmupInputConfig::Source::kZero; break;
+      case inference::ModelWarmup::Input::kRandomData: input.source = WarmupInputConfig::Source::kRandom; break;
+      case inference::ModelWarmup::Input::kInputDataFile:
+        input.source = WarmupInputConfig::Source::kFile;
+        input.file = in.input_data_file();
+        break;
+      case inference::ModelWarmup::Input::INPUT_DATA_TYPE_NOT_SET:
+        return InvalidArgument(where + "one of zero_data, random_data or input_data_file must be set");
+    }
+    w.inputs.emplace(name, std::move(input));
+  }
+  return w;
+}
+
 // Features whose semantics weft does not implement. Serving such a model as if they were absent would give
 // clients different results than Triton does, so the model fails to load instead.
 Status RejectUnsupported(const inference::ModelConfig& p) {
@@ -219,6 +387,10 @@ Result<ModelConfig> Convert(const inference::ModelConfig& p) {
     case inference::ModelOptimizationPolicy::PRIORITY_MIN: c.priority = ModelPriority::kMin; break;
     default: c.priority = ModelPriority::kDefault; break;
   }
+  for (int i = 0; i < p.model_warmup_size(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(WarmupConfig w, ConvertWarmup(p.model_warmup(i), static_cast<size_t>(i)));
+    c.warmup.push_back(std::move(w));
+  }
 
   // ValidateModelConfig requires a name; an unnamed config gets one from its directory later.
   const bool unnamed = c.name.empty();
@@ -231,8 +403,8 @@ Result<ModelConfig> Convert(const inference::ModelConfig& p) {
   return c;
 }
 
-Result<ModelConfig> ParseAndConvert(std::string_view text, const std::string& source, const std::string& default_name) {
-  WEFT_ASSIGN_OR_RETURN(ParsedProto parsed, ParseProto(text, source));
+// What the text and JSON forms share once parsed: the default name, Triton's defaults, conversion, validation.
+Result<ModelConfig> Finish(ParsedProto parsed, const std::string& source, const std::string& default_name) {
   if (parsed.proto.name().empty()) parsed.proto.set_name(default_name);
   Normalize(&parsed.proto);
   Result<ModelConfig> config = Convert(parsed.proto);
@@ -245,7 +417,18 @@ Result<ModelConfig> ParseAndConvert(std::string_view text, const std::string& so
 }  // namespace
 
 Result<ModelConfig> ParseModelConfigText(std::string_view text, const std::string& source_name) {
-  return ParseAndConvert(text, source_name, "");
+  WEFT_ASSIGN_OR_RETURN(ParsedProto parsed, ParseProto(text, source_name));
+  return Finish(std::move(parsed), source_name, "");
+}
+
+Result<ModelConfig> ParseModelConfigJson(std::string_view json, const std::string& source_name,
+                                         const std::string& default_name) {
+  if (json.size() > kMaxConfigFileBytes) {
+    return InvalidArgument(source_name + ": larger than " + std::to_string(kMaxConfigFileBytes >> 20) +
+                           " MiB, the limit for a config");
+  }
+  WEFT_ASSIGN_OR_RETURN(ParsedProto parsed, ParseJsonProto(json, source_name));
+  return Finish(std::move(parsed), source_name, default_name);
 }
 
 Result<ModelConfig> ParseModelConfigFile(const std::filesystem::path& file) {
@@ -266,7 +449,8 @@ Result<ModelConfig> ParseModelConfigFile(const std::filesystem::path& file) {
     return InvalidArgument(source + ": larger than " + std::to_string(kMaxConfigFileBytes >> 20) +
                            " MiB, the limit for a config file");
   }
-  return ParseAndConvert(text, source, file.parent_path().filename().string());
+  WEFT_ASSIGN_OR_RETURN(ParsedProto parsed, ParseProto(text, source));
+  return Finish(std::move(parsed), source, file.parent_path().filename().string());
 }
 
 }  // namespace weft

@@ -23,6 +23,16 @@ Result<ModelConfig> ParseModelConfigText(std::string_view text, const std::strin
 
 inline constexpr size_t kMaxConfigFileBytes = size_t{16} << 20;
 
+// Parses a config given as JSON (protobuf's JSON mapping of inference.ModelConfig: the form that GET .../config
+// answers, and that Triton's load API takes as {"parameters": {"config": "<json>"}}) exactly as
+// ParseModelConfigText parses text: same defaults, same validation, same errors. Every error is InvalidArgument and
+// starts with `source_name` ("parameters.config: ..."); JSON errors carry no line and column. Field names may be
+// the proto's (snake_case) or lowerCamelCase. Unknown fields are skipped with one warning each, naming their path;
+// an unknown enum name is an error, as in the text form. An empty or absent `name` takes `default_name`. Larger than
+// kMaxConfigFileBytes: InvalidArgument before anything is parsed. Thread-safe (no shared state), as are the others.
+Result<ModelConfig> ParseModelConfigJson(std::string_view json, const std::string& source_name,
+                                         const std::string& default_name);
+
 // Reads and parses `file`. A config without a name takes the name of the directory that holds the file, as in
 // Triton. InvalidArgument for a file over kMaxConfigFileBytes. Fits ConfigParser (repository/repository.h).
 Result<ModelConfig> ParseModelConfigFile(const std::filesystem::path& file);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "model_config.pb.h"
@@ -90,6 +91,8 @@ model_warmup [
     name: "zeros"
     batch_size: 1
     inputs { key: "INPUT0" value: { data_type: TYPE_FP32 dims: [ 3, 8, 8 ] zero_data: true } }
+    inputs { key: "SCALAR" value: { data_type: TYPE_INT64 dims: [ 1 ] random_data: true } }
+    inputs { key: "TEXT" value: { data_type: TYPE_STRING dims: [ 2 ] input_data_file: "text.bin" } }
     count: 2
   }
 ]
@@ -141,6 +144,17 @@ TEST(ConfigPbtxtTest, ParsesEveryFieldOfATritonConfig) {
   EXPECT_TRUE(c.dynamic_batching->preserve_ordering);
   EXPECT_EQ(c.dynamic_batching->priority_levels, 0u);
   EXPECT_EQ(c.priority, ModelPriority::kMax);
+
+  ASSERT_EQ(c.warmup.size(), 1u);
+  EXPECT_EQ(c.warmup[0].name, "zeros");
+  EXPECT_EQ(c.warmup[0].batch_size, 1u);
+  EXPECT_EQ(c.warmup[0].count, 2u);
+  using Source = WarmupInputConfig::Source;
+  EXPECT_EQ(c.warmup[0].inputs,
+            (std::map<std::string, WarmupInputConfig>{
+                {"INPUT0", {.data_type = DataType::kFp32, .dims = {3, 8, 8}, .source = Source::kZero}},
+                {"SCALAR", {.data_type = DataType::kInt64, .dims = {1}, .source = Source::kRandom}},
+                {"TEXT", {.data_type = DataType::kBytes, .dims = {2}, .source = Source::kFile, .file = "text.bin"}}}));
 }
 
 TEST(ConfigPbtxtTest, DynamicBatchingWithPriorityQueuePolicies) {
@@ -505,6 +519,316 @@ TEST(ExampleConfigsTest, EveryExampleConfigParses) {
     ++parsed_count;
   }
   if (parsed_count == 0) GTEST_SKIP() << "no config.pbtxt under " << models;
+}
+
+// model_warmup, Triton's syntax: which member of the oneof is set is what counts (`zero_data: false` is zeros).
+TEST(WarmupConfigTest, SamplesConvertWithEverySource) {
+  auto parsed = ParseModelConfigText(R"cfg(
+    name: "m" max_batch_size: 4
+    input [ { name: "a" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "b" data_type: TYPE_UINT8 dims: [ 2 ] } ]
+    output { name: "y" data_type: TYPE_FP32 dims: [ 1 ] }
+    model_warmup [
+      { name: "first" batch_size: 4 count: 10
+        inputs { key: "a" value { data_type: TYPE_FP32 dims: [ 7 ] zero_data: false } }
+        inputs [ { key: "b" value { data_type: TYPE_UINT8 dims: [ 2 ] random_data: true } } ] },
+      { name: "second"
+        inputs { key: "a" value { data_type: TYPE_FP32 dims: 3 input_data_file: "a.bin" } }
+        inputs { key: "b" value { data_type: TYPE_UINT8 dims: [ 2 ] input_data_file: "dir/b.bin" } } }
+    ]
+  )cfg",
+                                     kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  using Source = WarmupInputConfig::Source;
+  const std::vector<WarmupConfig> expected = {
+      {.name = "first",
+       .batch_size = 4,
+       .inputs = {{"a", {.data_type = DataType::kFp32, .dims = {7}, .source = Source::kZero}},
+                  {"b", {.data_type = DataType::kUint8, .dims = {2}, .source = Source::kRandom}}},
+       .count = 10},
+      // Unset batch_size and count read as 0, as in Triton: the sample is skipped (and would run once).
+      {.name = "second",
+       .batch_size = 0,
+       .inputs = {{"a", {.data_type = DataType::kFp32, .dims = {3}, .source = Source::kFile, .file = "a.bin"}},
+                  {"b", {.data_type = DataType::kUint8, .dims = {2}, .source = Source::kFile, .file = "dir/b.bin"}}},
+       .count = 0},
+  };
+  EXPECT_EQ(parsed->warmup, expected);
+  EXPECT_THAT(parsed->json, HasSubstr("\"model_warmup\":[{\"name\":\"first\",\"batch_size\":4,\"inputs\":{\"a\":{"));
+}
+
+TEST(WarmupConfigTest, ErrorsNameTheFileTheSampleAndTheInput) {
+  const std::string head = R"cfg(name: "m" max_batch_size: 2
+    input [ { name: "a" data_type: TYPE_FP32 dims: [ -1 ] } ]
+    output { name: "y" data_type: TYPE_FP32 dims: [ 1 ] }
+  )cfg";
+  struct Case {
+    std::string warmup;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {R"(model_warmup { name: "w" batch_size: 1 inputs { key: "a" value { data_type: TYPE_FP32 dims: [ 1 ] } } })",
+       "model_warmup[0] 'w': input 'a': one of zero_data, random_data or input_data_file must be set"},
+      {R"(model_warmup { name: "w" batch_size: 1 })",
+       "model_warmup[0] 'w': input 'a' is missing: a sample gives every input of the model"},
+      {R"(model_warmup [ { name: "ok" batch_size: 1 inputs { key: "a" value { data_type: TYPE_FP32 dims: [ 1 ] zero_data: true } } },
+                         { name: "w" batch_size: 3 inputs { key: "a" value { data_type: TYPE_FP32 dims: [ 1 ] zero_data: true } } } ])",
+       "model_warmup[1] 'w': batch_size 3 is over max_batch_size 2"},
+      {R"(model_warmup { name: "w" batch_size: 1 inputs { key: "a" value { data_type: TYPE_FP32 dims: [ -1 ] zero_data: true } } })",
+       "model_warmup[0] 'w': input 'a': dims [-1] do not fit the input's dims [-1]"},
+      {R"(model_warmup { name: "w" batch_size: 1 inputs { key: "a" value { data_type: TYPE_FP32 dims: [ 1 ] input_data_file: "../../etc/passwd" } } })",
+       "model_warmup[0] 'w': input 'a': input_data_file '../../etc/passwd' must not leave warmup/"},
+      {R"(model_warmup { name: "w" batch_size: 1 inputs { key: "a" value { data_type: 99 dims: [ 1 ] zero_data: true } } })",
+       "model_warmup[0] 'w': input 'a': data_type: unknown value 99"},
+  };
+  for (const Case& c : cases) {
+    auto parsed = ParseModelConfigText(head + c.warmup, kSource);
+    ASSERT_FALSE(parsed.ok()) << c.warmup;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(parsed.status().message(), StartsWith(std::string(kSource) + ": " + c.message));
+  }
+}
+
+// ---- A config given as JSON (the repository API's load override) ----
+
+constexpr char kJsonSource[] = "parameters.config";
+
+// Every config the example repository ships, rendered as the config endpoint renders it, loads back as the same
+// ModelConfig (its `json` included).
+TEST(ConfigJsonTest, TheConfigEndpointsJsonOfEveryExampleParsesBackToTheSameConfig) {
+  const char* source_dir = std::getenv("WEFT_SOURCE_DIR");
+  if (source_dir == nullptr) GTEST_SKIP() << "WEFT_SOURCE_DIR is not set (run through ctest)";
+  const fs::path models = fs::path(source_dir) / "examples" / "models";
+  std::error_code ec;
+  int compared = 0;
+  for (fs::directory_iterator it(models, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const fs::path file = it->path() / "config.pbtxt";
+    if (!fs::exists(file)) continue;
+    auto from_text = ParseModelConfigFile(file);
+    ASSERT_TRUE(from_text.ok()) << from_text.status().ToString();
+    auto from_json = ParseModelConfigJson(from_text->json, kJsonSource, "");
+    ASSERT_TRUE(from_json.ok()) << from_json.status().ToString() << "\n" << from_text->json;
+    EXPECT_TRUE(*from_json == *from_text) << file << "\n" << from_text->json << "\n" << from_json->json;
+    ++compared;
+  }
+  if (compared == 0) GTEST_SKIP() << "no config.pbtxt under " << models;
+}
+
+TEST(ConfigJsonTest, EveryFieldOfATritonConfigRoundTrips) {
+  auto from_text = ParseModelConfigText(kFullConfig, kSource);
+  ASSERT_TRUE(from_text.ok()) << from_text.status().ToString();
+  auto from_json = ParseModelConfigJson(from_text->json, kJsonSource, "other");
+  ASSERT_TRUE(from_json.ok()) << from_json.status().ToString();
+  EXPECT_TRUE(*from_json == *from_text) << from_text->json << "\n" << from_json->json;
+  EXPECT_EQ(from_json->warmup.size(), 1u);
+}
+
+TEST(ConfigJsonTest, SnakeCaseAndLowerCamelCaseNamesBothWork) {
+  const std::string snake = R"({"name": "m", "max_batch_size": 4,
+    "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [2], "reshape": {"shape": [2, 1]}}],
+    "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": ["2"]}],
+    "instance_group": [{"count": 2, "kind": "KIND_CPU"}],
+    "version_policy": {"specific": {"versions": [1, "2"]}},
+    "dynamic_batching": {"max_queue_delay_microseconds": "100", "preferred_batch_size": [2, 4],
+                         "priority_levels": 2, "default_priority_level": 1,
+                         "priority_queue_policy": {"2": {"timeout_action": "DELAY", "max_queue_size": 8}}},
+    "default_model_filename": "m.pt",
+    "parameters": {"k": {"string_value": "v"}},
+    "optimization": {"priority": "PRIORITY_MAX"},
+    "model_warmup": [{"name": "w", "batch_size": 2, "count": 3,
+                      "inputs": {"x": {"data_type": "TYPE_FP32", "dims": [2], "input_data_file": "x.bin"}}}]})";
+  const std::string camel = R"({"name": "m", "maxBatchSize": 4,
+    "input": [{"name": "x", "dataType": "TYPE_FP32", "dims": [2], "reshape": {"shape": [2, 1]}}],
+    "output": [{"name": "y", "dataType": "TYPE_FP32", "dims": [2]}],
+    "instanceGroup": [{"count": 2, "kind": "KIND_CPU"}],
+    "versionPolicy": {"specific": {"versions": [1, 2]}},
+    "dynamicBatching": {"maxQueueDelayMicroseconds": 100, "preferredBatchSize": [2, 4],
+                        "priorityLevels": 2, "defaultPriorityLevel": 1,
+                        "priorityQueuePolicy": {"2": {"timeoutAction": "DELAY", "maxQueueSize": 8}}},
+    "defaultModelFilename": "m.pt",
+    "parameters": {"k": {"stringValue": "v"}},
+    "optimization": {"priority": "PRIORITY_MAX"},
+    "modelWarmup": [{"name": "w", "batchSize": 2, "count": 3,
+                     "inputs": {"x": {"dataType": "TYPE_FP32", "dims": [2], "inputDataFile": "x.bin"}}}]})";
+  ::testing::internal::CaptureStderr();
+  auto a = ParseModelConfigJson(snake, kJsonSource, "");
+  auto b = ParseModelConfigJson(camel, kJsonSource, "");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_TRUE(*a == *b) << a->json << "\n" << b->json;
+  EXPECT_EQ(log, "");  // nothing unknown in either
+  EXPECT_EQ(a->max_batch_size, 4);
+  EXPECT_EQ(a->inputs[0].reshape, (Shape{2, 1}));
+  EXPECT_EQ(a->instance_groups[0].count, 2);
+  EXPECT_EQ(a->version_policy.versions, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(a->dynamic_batching->max_queue_delay_us, 100u);
+  EXPECT_EQ(a->dynamic_batching->priority_queue_policy.at(2).timeout_action, QueuePolicyConfig::TimeoutAction::kDelay);
+  EXPECT_EQ(a->parameters.at("k"), "v");
+  EXPECT_EQ(a->priority, ModelPriority::kMax);
+  ASSERT_EQ(a->warmup.size(), 1u);
+  EXPECT_EQ(a->warmup[0].inputs.at("x").file, "x.bin");
+  // The JSON it renders is the proto's, in snake_case, whatever the input used.
+  EXPECT_EQ(a->json, b->json);
+  EXPECT_THAT(a->json, HasSubstr("\"max_batch_size\":4"));
+}
+
+TEST(ConfigJsonTest, DefaultsAndTheDefaultNameAreTheTextForms) {
+  const std::string io = R"("input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [16]}],
+                            "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [16]}],
+                            "instance_group": [{"kind": "KIND_CPU"}])";
+  auto from_text = ParseModelConfigText(R"cfg(
+    input { name: "x" data_type: TYPE_FP32 dims: [16] }
+    output { name: "y" data_type: TYPE_FP32 dims: [16] }
+    instance_group { kind: KIND_CPU }
+  )cfg",
+                                        kSource);
+  ASSERT_TRUE(from_text.ok());
+  auto unnamed = ParseModelConfigJson("{" + io + "}", kJsonSource, "");
+  ASSERT_TRUE(unnamed.ok()) << unnamed.status().ToString();
+  EXPECT_TRUE(*unnamed == *from_text) << unnamed->json << "\n" << from_text->json;
+  auto defaulted = ParseModelConfigJson("{\"name\": \"\", " + io + "}", kJsonSource, "resnet");
+  ASSERT_TRUE(defaulted.ok());
+  EXPECT_EQ(defaulted->name, "resnet");
+  EXPECT_THAT(defaulted->json, StartsWith("{\"name\":\"resnet\""));
+  EXPECT_EQ(defaulted->instance_groups[0].count, 1);
+  EXPECT_EQ(ParseModelConfigJson("{\"name\": \"given\", " + io + "}", kJsonSource, "resnet")->name, "given");
+}
+
+TEST(ConfigJsonTest, ErrorsAreInvalidArgumentAndStartWithTheSource) {
+  const std::string io = R"("input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [1]}],
+                            "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [1]}])";
+  struct Case {
+    std::string json;
+    std::string message;  // after "parameters.config: "
+  };
+  const std::vector<Case> cases = {
+      // Syntax.
+      {"", ""},
+      {"{\"name\": \"m\",", ""},
+      {"{\"name\": \"m\"} trailing", ""},
+      {"[1, 2]", "Root element must be a message."},
+      {"name: \"m\"", ""},  // the text form is not JSON
+      // Types.
+      {"{\"max_batch_size\": \"eight\", " + io + "}", "(max_batch_size): invalid value"},
+      {"{\"max_batch_size\": 4.5, " + io + "}", "(max_batch_size): invalid value 4.5"},
+      {"{\"max_batch_size\": true, " + io + "}", "(max_batch_size): invalid value true"},
+      {"{\"max_batch_size\": 2147483648, " + io + "}", "(max_batch_size): invalid value 2147483648"},
+      {"{\"input\": \"x\"}", ""},
+      {"{\"name\": [\"m\"]}", ""},
+      {"{\"input\": [{\"dims\": [[1]]}]}", ""},
+      {"{\"instance_group\": [{\"kind\": \"KIND_FOO\"}], " + io + "}",
+       "instance_group[0].kind: unknown value \"KIND_FOO\""},
+      {"{\"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP128\", \"dims\": [1]}]}",
+       "input[0].data_type: unknown value \"TYPE_FP128\""},
+      {"{\"dynamic_batching\": {\"default_queue_policy\": {\"timeout_action\": \"WAIT\"}}, " + io + "}",
+       "dynamic_batching.default_queue_policy.timeout_action: unknown value \"WAIT\""},
+      {"{\"model_warmup\": [{\"inputs\": {\"x\": {\"zero_data\": true, \"random_data\": true}}}], " + io + "}", ""},
+      // Values, as the text form reports them.
+      {"{\"max_batch_size\": -1, " + io + "}", "max_batch_size: must not be negative"},
+      {"{\"instance_group\": [{\"count\": 5000}], " + io + "}", "instance_group: count 5000 is over the limit of 1024"},
+      {"{\"sequence_batching\": {}, " + io + "}", "sequence_batching: not supported by weft"},
+      {"{\"model_warmup\": [{\"name\": \"w\", \"batch_size\": 1}], " + io + "}",
+       "model_warmup[0] 'w': input 'x' is missing"},
+  };
+  for (const Case& c : cases) {
+    auto parsed = ParseModelConfigJson(c.json, kJsonSource, "m");
+    ASSERT_FALSE(parsed.ok()) << c.json;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << c.json;
+    EXPECT_THAT(parsed.status().message(), StartsWith(std::string(kJsonSource) + ": " + c.message)) << c.json;
+    // protobuf's messages end with the input line and a caret: only the first line is kept.
+    EXPECT_EQ(parsed.status().message().find('\n'), std::string::npos) << parsed.status().message();
+  }
+}
+
+// The same config as text and as JSON fails with the same message, after the source.
+TEST(ConfigJsonTest, SemanticErrorsAreTheTextFormsErrors) {
+  const std::string io = R"cfg(input { name: "x" data_type: TYPE_FP32 dims: [1] }
+                               output { name: "y" data_type: TYPE_FP32 dims: [1] })cfg";
+  const std::vector<std::string> configs = {
+      "name: \"m\" max_batch_size: -1 " + io,
+      "name: \"m\" version_policy { latest {} } " + io,
+      "name: \"m\" instance_group { kind: KIND_CPU gpus: [0] } " + io,
+      "name: \"m\" dynamic_batching { priority_levels: 4294967296 } " + io,
+      "name: \"m\" ensemble_scheduling { step [ { model_name: \"a\" } ] } " + io,
+      "name: \"m\" model_transaction_policy { decoupled: true } " + io,
+      "name: \"m\" input { name: \"x\" dims: [1] } output { name: \"y\" data_type: TYPE_FP32 dims: [1] }",
+      "name: \"m\" max_batch_size: 1 " + io +
+          " model_warmup { name: \"w\" batch_size: 2 inputs { key: \"x\" value { data_type: TYPE_FP32 dims: [1] "
+          "zero_data: true } } }",
+  };
+  for (const std::string& text : configs) {
+    auto from_text = ParseModelConfigText(text, kSource);
+    ASSERT_FALSE(from_text.ok()) << text;
+    inference::ModelConfig proto;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &proto)) << text;
+    std::string json;
+    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(proto, &json).ok());
+    auto from_json = ParseModelConfigJson(json, kJsonSource, "");
+    ASSERT_FALSE(from_json.ok()) << json;
+    EXPECT_EQ(from_json.status().code(), from_text.status().code());
+    EXPECT_EQ(from_json.status().message().substr(std::strlen(kJsonSource)),
+              from_text.status().message().substr(std::strlen(kSource)))
+        << json;
+  }
+}
+
+TEST(ConfigJsonTest, UnknownFieldsAreSkippedWithAWarningThatNamesTheirPath) {
+  ::testing::internal::CaptureStderr();
+  auto parsed = ParseModelConfigJson(R"({"name": "m", "futurePolicy": {"level": 3, "nested": [1, {"a": null}]},
+    "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [1], "future_flag": true}],
+    "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [1]}],
+    "dynamic_batching": {"priority_levels": 1, "default_priority_level": 1,
+                         "priority_queue_policy": {"1": {"future_limit": 3}}},
+    "model_warmup": [{"name": "w", "batch_size": 1,
+                      "inputs": {"x": {"data_type": "TYPE_FP32", "dims": [1], "zero_data": true, "future": 1}}}],
+    "response_cache": {"enable": true}, "MaxBatchSize": 3})",
+                                     kJsonSource, "");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  for (const char* path :
+       {"futurePolicy", "input[0].future_flag", "dynamic_batching.priority_queue_policy[1].future_limit",
+        "model_warmup[0].inputs[x].future", "MaxBatchSize"}) {
+    EXPECT_THAT(log, HasSubstr(std::string(kJsonSource) + ": no field named " + path + " in the schema. Ignored."));
+  }
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("response_cache")));
+  EXPECT_EQ(parsed->max_batch_size, 0);  // "MaxBatchSize" is neither name of max_batch_size
+  EXPECT_THAT(parsed->json, ::testing::Not(HasSubstr("future")));
+}
+
+// protobuf's conversion of JSON to a google.protobuf.Value (used to find unknown fields) takes time quadratic in
+// the nesting depth: deep nesting is refused before anything is parsed.
+TEST(ConfigJsonTest, DeepNestingIsRefusedBeforeItIsParsed) {
+  const std::string io = R"("input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [1]}],
+                            "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [1]}])";
+  auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  // 32 levels, the root object included, load (an unknown field, skipped).
+  ::testing::internal::CaptureStderr();
+  auto at_limit =
+      ParseModelConfigJson("{\"name\": \"m\", " + io + ", \"future\": " + nested(31) + "}", kJsonSource, "");
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(at_limit.ok()) << at_limit.status().ToString();
+  for (int depth : {32, 100000}) {
+    auto deep =
+        ParseModelConfigJson("{\"name\": \"m\", " + io + ", \"future\": " + nested(depth) + "}", kJsonSource, "");
+    ASSERT_FALSE(deep.ok());
+    EXPECT_EQ(deep.status().message(), std::string(kJsonSource) + ": objects and arrays nest deeper than 32 levels");
+  }
+  // Brackets in strings (in either quote, escaped quotes included) are not nesting.
+  const std::string brackets(100, '[');
+  auto in_strings = ParseModelConfigJson(
+      "{'name': 'm\\'\"" + brackets + "', \"platform\": \"\\\"'" + brackets + "\", " + io + "}", kJsonSource, "");
+  ASSERT_TRUE(in_strings.ok()) << in_strings.status().ToString();
+  EXPECT_EQ(in_strings->name, "m'\"" + brackets);
+  EXPECT_EQ(in_strings->platform, "\"'" + brackets);
+}
+
+TEST(ConfigJsonTest, LargerThanAConfigFileIsRefusedBeforeItIsParsed) {
+  std::string json = "{\"name\": \"m\"}";
+  json.append(kMaxConfigFileBytes, ' ');
+  auto parsed = ParseModelConfigJson(json, kJsonSource, "");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parsed.status().message(), std::string(kJsonSource) + ": larger than 16 MiB, the limit for a config");
 }
 
 }  // namespace

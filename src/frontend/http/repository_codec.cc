@@ -1,0 +1,118 @@
+#include "frontend/http/repository_codec.h"
+
+#include <simdjson.h>
+
+#include "frontend/http/json_writer.h"
+
+namespace weft {
+namespace {
+
+namespace dom = simdjson::dom;
+
+// The body's top-level object, or nullopt for an empty body. A small body: copied into simdjson's padded string.
+Result<std::optional<dom::object>> ParseObject(std::span<const std::byte> body, dom::parser& parser,
+                                               simdjson::padded_string& json) {
+  std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return std::optional<dom::object>();
+  json = simdjson::padded_string(text);
+  dom::element root;
+  if (auto error = parser.parse(json).get(root)) {
+    return InvalidArgument(std::string("malformed JSON: ") + simdjson::error_message(error));
+  }
+  if (root.type() != dom::element_type::OBJECT) return InvalidArgument("the body must be a JSON object");
+  return std::optional<dom::object>(root.get_object().value_unsafe());
+}
+
+// The "parameters" object of `root`, if any.
+Result<std::optional<dom::object>> Parameters(const std::optional<dom::object>& root) {
+  if (!root) return std::optional<dom::object>();
+  for (dom::key_value_pair field : *root) {
+    if (field.key != "parameters") continue;
+    if (field.value.type() != dom::element_type::OBJECT) return InvalidArgument("'parameters' must be an object");
+    return std::optional<dom::object>(field.value.get_object().value_unsafe());
+  }
+  return std::optional<dom::object>();
+}
+
+}  // namespace
+
+Result<RepositoryIndexRequest> DecodeRepositoryIndexRequest(std::span<const std::byte> body) {
+  dom::parser parser;
+  simdjson::padded_string json;
+  WEFT_ASSIGN_OR_RETURN(std::optional<dom::object> root, ParseObject(body, parser, json));
+  RepositoryIndexRequest out;
+  if (!root) return out;
+  for (dom::key_value_pair field : *root) {
+    if (field.key != "ready") continue;
+    if (field.value.get_bool().get(out.ready)) return InvalidArgument("'ready' must be a boolean");
+  }
+  return out;
+}
+
+Result<RepositoryLoadRequest> DecodeRepositoryLoadRequest(std::span<const std::byte> body) {
+  dom::parser parser;
+  simdjson::padded_string json;
+  WEFT_ASSIGN_OR_RETURN(std::optional<dom::object> root, ParseObject(body, parser, json));
+  WEFT_ASSIGN_OR_RETURN(std::optional<dom::object> parameters, Parameters(root));
+  RepositoryLoadRequest out;
+  if (!parameters) return out;
+  for (dom::key_value_pair field : *parameters) {
+    const std::string_view key = field.key;
+    if (key == "config") {
+      std::string_view config;
+      if (field.value.get_string().get(config)) {
+        return InvalidArgument("parameter 'config' must be a string holding the model configuration as JSON");
+      }
+      out.config = std::string(config);
+    } else if (key.starts_with("file:")) {
+      return Unimplemented("parameter '" + std::string(key) +
+                           "': model files in the load request are not supported; put them in the model repository");
+    } else {
+      return InvalidArgument("unknown load parameter '" + std::string(key) + "' (known: config)");
+    }
+  }
+  return out;
+}
+
+Result<RepositoryUnloadRequest> DecodeRepositoryUnloadRequest(std::span<const std::byte> body) {
+  dom::parser parser;
+  simdjson::padded_string json;
+  WEFT_ASSIGN_OR_RETURN(std::optional<dom::object> root, ParseObject(body, parser, json));
+  WEFT_ASSIGN_OR_RETURN(std::optional<dom::object> parameters, Parameters(root));
+  RepositoryUnloadRequest out;
+  if (!parameters) return out;
+  for (dom::key_value_pair field : *parameters) {
+    const std::string_view key = field.key;
+    if (key != "unload_dependents") {
+      return InvalidArgument("unknown unload parameter '" + std::string(key) + "' (known: unload_dependents)");
+    }
+    if (field.value.get_bool().get(out.unload_dependents)) {
+      return InvalidArgument("parameter 'unload_dependents' must be a boolean");
+    }
+  }
+  return out;
+}
+
+std::string EncodeRepositoryIndex(std::span<const RepositoryIndexEntry> entries) {
+  std::string body;
+  JsonWriter json(&body);
+  json.BeginArray();
+  for (const RepositoryIndexEntry& e : entries) {
+    json.BeginObject();
+    json.Key("name");
+    json.String(e.name);
+    if (e.version != 0) {
+      json.Key("version");
+      json.String(std::to_string(e.version));
+    }
+    json.Key("state");
+    json.String(e.state);
+    json.Key("reason");
+    json.String(e.reason);
+    json.EndObject();
+  }
+  json.EndArray();
+  return body;
+}
+
+}  // namespace weft

@@ -1,0 +1,771 @@
+#include "lifecycle/live_repository.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <variant>
+
+#include "base/log.h"
+#include "lifecycle/lifecycle_metrics.h"
+#include "lifecycle/model_wish.h"
+#include "lifecycle/repository_watcher.h"
+#include "lifecycle/version_loader.h"
+#include "lifecycle/version_plan.h"
+#include "repository/repository_scan.h"
+
+namespace weft {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Phase = VersionCopy::Phase;
+using SteadyClock = std::chrono::steady_clock;
+
+int64_t RealtimeNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A model name from a client names a directory under the root: nothing that could point elsewhere.
+Status CheckModelName(const std::string& name) {
+  if (name.empty()) return InvalidArgument("a model name is required");
+  if (name[0] == '.' || name.find('/') != std::string::npos || name.find('\0') != std::string::npos) {
+    return InvalidArgument("'" + name + "' is not a model name: it names no directory of the repository");
+  }
+  return Status::Ok();
+}
+
+std::string JoinVersions(const std::vector<int64_t>& versions) {
+  std::string s;
+  for (int64_t v : versions) s += (s.empty() ? "" : ", ") + std::to_string(v);
+  return "[" + s + "]";
+}
+
+std::string Millis(double seconds) { return std::to_string(static_cast<int64_t>(seconds * 1000 + 0.5)) + " ms"; }
+
+// What reaches the controller thread from elsewhere.
+struct ApiLoad {
+  std::string model;
+  std::optional<std::string> config_json;
+  LiveRepository::Done done;
+};
+struct ApiUnload {
+  std::string model;
+  LiveRepository::Done done;
+};
+struct Loaded {
+  LoadOutcome outcome;
+};
+struct Unloaded {
+  std::string model;
+  uint64_t copy_id = 0;
+};
+struct InitialLoad {
+  std::promise<Status> done;
+};
+struct Shutdown {};
+using ControlEvent = std::variant<ApiLoad, ApiUnload, Loaded, Unloaded, InitialLoad, Shutdown>;
+
+// The controller's mailbox. Shared with the loader threads and the engine's unload callbacks, which may run after the
+// repository is gone: then their events are dropped.
+class Inbox {
+ public:
+  Inbox() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+  ~Inbox() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int fd() const { return fd_; }
+  bool ok() const { return fd_ >= 0; }
+
+  void Post(ControlEvent event) {
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return;
+      events_.push_back(std::move(event));
+    }
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(fd_, &one, sizeof(one));
+  }
+  std::deque<ControlEvent> Take() {
+    uint64_t count = 0;
+    [[maybe_unused]] ssize_t n = read(fd_, &count, sizeof(count));
+    std::lock_guard lock(mu_);
+    return std::exchange(events_, {});
+  }
+  // Later posts are dropped; returns what was still waiting.
+  std::deque<ControlEvent> Close() {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    return std::exchange(events_, {});
+  }
+
+ private:
+  const int fd_;
+  std::mutex mu_;
+  std::deque<ControlEvent> events_;  // guarded by mu_
+  bool closed_ = false;              // guarded by mu_
+};
+
+}  // namespace
+
+Result<ModelControlMode> ParseModelControlMode(std::string_view text) {
+  if (text == "none") return ModelControlMode::kNone;
+  if (text == "poll") return ModelControlMode::kPoll;
+  if (text == "explicit") return ModelControlMode::kExplicit;
+  if (text == "watch") return ModelControlMode::kWatch;
+  return InvalidArgument("model control mode '" + std::string(text) + "': expected none, poll, explicit or watch");
+}
+
+std::string_view ModelControlModeName(ModelControlMode mode) {
+  switch (mode) {
+    case ModelControlMode::kNone: return "none";
+    case ModelControlMode::kPoll: return "poll";
+    case ModelControlMode::kExplicit: return "explicit";
+    case ModelControlMode::kWatch: return "watch";
+  }
+  return "none";
+}
+
+struct LiveRepository::Impl {
+  // One copy of a version: its place in the plan and, once loaded, its handle.
+  struct Copy {
+    uint64_t id = 0;
+    VersionCopy copy;
+    VersionHandle handle;  // kReady, kServing
+  };
+  struct Model {
+    Wish wish;
+    std::shared_ptr<const ModelConfig> config;  // what new copies load with (the latest valid config)
+    uint64_t config_source = 0;                 // the text the latest settled wish was made from
+    std::optional<std::string> override_json;   // explicit mode: the load API's config
+    std::vector<Copy> copies;
+    std::vector<Done> waiters;               // API loads answered once the model settles
+    std::vector<int64_t> reported_versions;  // versions with a state series in the metrics
+  };
+
+  Engine* const engine;
+  MetricsRegistry* const metrics_registry;
+  const LiveRepositoryOptions options;
+  const std::string root;
+  LifecycleMetrics metrics;
+  const std::shared_ptr<Inbox> inbox = std::make_shared<Inbox>();
+  std::atomic<bool> shutting_down{false};
+
+  // The controller thread's own; nothing else touches them.
+  std::map<std::string, Model> models;
+  std::unique_ptr<RepositoryWatcher> watcher;
+  bool polling = false;                  // poll mode, or watch mode without inotify
+  SteadyClock::time_point next_poll{};   // when polling
+  std::set<std::string> dirty;           // models whose files changed, to rescan at refresh_at
+  SteadyClock::time_point refresh_at{};  // when dirty is not empty
+  uint64_t next_copy_id = 1;
+  std::optional<std::promise<Status>> initial;  // Start() waits for it
+  std::set<std::string> initial_models;         // not settled yet
+
+  std::unique_ptr<VersionLoader> loader;  // after the state its callbacks post about, before the thread
+  std::jthread controller;
+
+  Impl(Engine* e, MetricsRegistry* m, LiveRepositoryOptions o)
+      : engine(e), metrics_registry(m), options(std::move(o)), root(options.root.string()), metrics(m) {}
+
+  // ---- Files to wishes ----
+
+  std::chrono::milliseconds SettleTime(bool at_start) const {
+    if (at_start) return std::chrono::milliseconds(0);
+    return options.mode == ModelControlMode::kWatch || options.mode == ModelControlMode::kPoll
+               ? options.settle
+               : std::chrono::milliseconds(0);
+  }
+
+  // The config of `name` from the scan (or the override): parsed, named, with a backend that takes it.
+  Result<ModelConfig> ReadConfig(const std::string& name, const ModelDirScan& scan, const Model& model,
+                                 uint64_t* source, int64_t* changed) {
+    *source = 0;
+    *changed = 0;
+    Result<ModelConfig> config = NotFound(name + "/config.pbtxt: not found");
+    if (model.override_json) {
+      *source = Fnv1a(model.override_json->data(), model.override_json->size(), 0x6f76657272696465ull);
+      config = options.parse_config_json(*model.override_json, "parameters.config", name);
+    } else if (!scan.config_error.ok()) {
+      return scan.config_error;
+    } else if (scan.config) {
+      *source = Fnv1a(scan.config->data(), scan.config->size());
+      *changed = scan.config_change_ns;
+      config = options.parse_config(*scan.config, name + "/config.pbtxt", name);
+    }
+    if (!config.ok()) return WithoutRoot(config.status(), root);
+    if (config->name.empty()) config->name = name;
+    const std::string source_name = model.override_json ? "parameters.config" : name + "/config.pbtxt";
+    if (config->name != name) {
+      return InvalidArgument(source_name + ": name: '" + config->name + "' does not match the directory name '" + name +
+                             "'");
+    }
+    Result<std::shared_ptr<const Backend>> backend = options.backends->Find(*config);
+    if (!backend.ok()) return backend.status().WithContext(source_name);
+    WEFT_RETURN_IF_ERROR((*backend)->Validate(*config).WithContext(source_name));
+    return config;
+  }
+
+  // Rescans the model's directory and replaces its wish. `serve`: whether it should serve at all (explicit mode's
+  // loaded set; the other modes: whether its directory exists).
+  void Refresh(const std::string& name, bool serve, bool at_start) {
+    Model& model = models[name];
+    ModelDirScan scan = ScanModelDir(options.root, name);
+    if (!serve) scan.exists = false;
+    uint64_t config_source = 0;
+    int64_t config_changed = 0;
+    Result<ModelConfig> config = Unavailable("no config");
+    if (scan.exists) config = ReadConfig(name, scan, model, &config_source, &config_changed);
+    // A config whose text is what the model already has is not being written, however recent its file's change.
+    if (config_source == model.config_source) config_changed = 0;
+    Wish next = WishFromScan({.scan = &scan,
+                              .config = &config,
+                              .config_source = config_source,
+                              .config_change_ns = config_changed,
+                              .now_ns = RealtimeNanos()},
+                             {.settle = SettleTime(at_start), .require_checksums = options.require_checksums});
+    if (!next.wish.settling) model.config_source = config_source;
+    if (config.ok() && !next.wish.settling) model.config = std::make_shared<const ModelConfig>(*std::move(config));
+    if (next.wish.problem.ok() != model.wish.wish.problem.ok() ||
+        next.wish.problem.message() != model.wish.wish.problem.message()) {
+      if (!next.wish.problem.ok()) {
+        WEFT_LOG(Warning) << "model '" << name << "': " << next.wish.problem.message();
+        metrics.For(name).config_failures->Increment();
+      }
+    }
+    model.wish = std::move(next);
+  }
+
+  // ---- Steps ----
+
+  std::vector<VersionCopy> View(const Model& model) const {
+    std::vector<VersionCopy> view;
+    view.reserve(model.copies.size());
+    for (const Copy& c : model.copies) view.push_back(c.copy);
+    return view;
+  }
+
+  // Applies the plan until it asks for nothing more, publishes the model's route and answers waiters once settled.
+  void Advance(const std::string& name) {
+    auto it = models.find(name);
+    if (it == models.end()) return;
+    Model& model = it->second;
+    for (int round = 0; round < 4; ++round) {
+      std::vector<VersionCopy> view = View(model);
+      ModelSteps steps = PlanModel(model.wish.wish, view);
+      const bool acted = !steps.load.empty() || !steps.refuse.empty() || steps.swap || !steps.retire.empty();
+      Apply(name, model, steps);
+      if (!acted) break;
+    }
+    Publish(name, model);
+    std::vector<VersionCopy> view = View(model);
+    ModelSteps steps = PlanModel(model.wish.wish, view);
+    if (steps.settled) {
+      if (!model.waiters.empty()) {
+        Status outcome = WishOutcome(model.wish.wish, view);
+        for (Done& done : model.waiters) done(outcome);
+        model.waiters.clear();
+      }
+      if (initial_models.erase(name) > 0) MaybeFinishInitial();
+    }
+    if (!model.wish.wish.serve && model.copies.empty() && model.waiters.empty()) {
+      engine->RemoveModel(name);
+      RemoveStateSeries(name, model, {});
+      models.erase(it);
+    }
+  }
+
+  void Apply(const std::string& name, Model& model, const ModelSteps& steps) {
+    if (steps.swap) {
+      std::vector<int64_t> before, after;
+      for (const Copy& c : model.copies) {
+        if (c.copy.phase == Phase::kServing) before.push_back(c.copy.version);
+      }
+      for (size_t i : steps.serve) {
+        model.copies[i].copy.phase = Phase::kServing;
+        after.push_back(model.copies[i].copy.version);
+      }
+      for (size_t i : steps.retire) {
+        if (model.copies[i].copy.phase == Phase::kServing) model.copies[i].copy.phase = Phase::kDraining;
+      }
+      // The new route first: from here on requests go to the new copies; the retired ones finish what they took.
+      Publish(name, model);
+      metrics.For(name).swaps->Increment();
+      WEFT_LOG(Info) << "model '" << name << "': serving versions " << JoinVersions(after)
+                     << " (before: " << JoinVersions(before) << ")";
+    }
+    // From the highest index down, so that erasing keeps the lower indices valid.
+    std::vector<size_t> retire = steps.retire;
+    std::sort(retire.rbegin(), retire.rend());
+    for (size_t i : retire) {
+      Copy& c = model.copies[i];
+      switch (c.copy.phase) {
+        case Phase::kDraining:
+          WEFT_LOG(Info) << "model '" << name << "' version " << c.copy.version
+                         << ": out of service; unloading once its requests are answered";
+          c.handle.reset();  // the engine tears it down after the last request it took
+          break;
+        case Phase::kReady:
+          WEFT_LOG(Info) << "model '" << name << "' version " << c.copy.version
+                         << ": loaded but no longer wanted; unloading";
+          c.copy.phase = Phase::kDraining;
+          c.handle.reset();
+          break;
+        case Phase::kFailed: model.copies.erase(model.copies.begin() + static_cast<std::ptrdiff_t>(i)); break;
+        case Phase::kServing:
+        case Phase::kLoading: break;  // not retired by the plan
+      }
+    }
+    for (const WantedVersion& w : steps.refuse) {
+      WEFT_LOG(Warning) << "model '" << name << "' version " << w.version << ": not loaded: " << w.why.message();
+      metrics.For(name).FailureCounter("refused")->Increment();
+      model.copies.push_back({next_copy_id++, {w.version, w.source, Phase::kFailed, w.why}, nullptr});
+    }
+    for (const WantedVersion& w : steps.load) {
+      const uint64_t id = next_copy_id++;
+      model.copies.push_back({id, {w.version, w.source, Phase::kLoading, Status::Ok()}, nullptr});
+      WEFT_LOG(Info) << "model '" << name << "' version " << w.version << ": loading";
+      loader->Enqueue({.model = name,
+                       .version = w.version,
+                       .copy_id = id,
+                       .config = model.config,
+                       .model_dir = options.root / name});
+    }
+  }
+
+  void Publish(const std::string& name, Model& model) {
+    std::vector<VersionCopy> view = View(model);
+    auto route = std::make_shared<ModelRoute>();
+    route->config = model.config;
+    for (const Copy& c : model.copies) {
+      if (c.copy.phase == Phase::kServing) route->serving[c.copy.version] = c.handle;
+    }
+    route->versions = ReportVersions(model.wish.wish, view);
+    route->unavailable = UnavailableReason(model.wish.wish, view);
+    route->failed = ModelFailed(model.wish.wish, view);
+    if (!route->serving.empty()) {
+      route->state = VersionState::kReady;
+    } else if (!model.wish.wish.serve) {
+      route->state = VersionState::kUnloading;
+    } else {
+      route->state = route->failed ? VersionState::kUnavailable : VersionState::kLoading;
+    }
+    UpdateStateSeries(name, model, route->versions);
+    engine->PublishModel(name, std::move(route));
+  }
+
+  // ---- Metrics: one series per (model, version, state), 1 for the version's state ----
+
+  void UpdateStateSeries(const std::string& name, Model& model, const std::vector<VersionReport>& reports) {
+    std::vector<int64_t> now;
+    for (const VersionReport& r : reports) {
+      now.push_back(r.version);
+      for (VersionState s :
+           {VersionState::kLoading, VersionState::kReady, VersionState::kUnloading, VersionState::kUnavailable}) {
+        metrics.StateGauge(name, r.version, s)->Set(r.state == s ? 1 : 0);
+      }
+    }
+    RemoveStateSeries(name, model, now);
+    model.reported_versions = std::move(now);
+  }
+
+  void RemoveStateSeries(const std::string& name, Model& model, const std::vector<int64_t>& keep) {
+    for (int64_t v : model.reported_versions) {
+      if (std::find(keep.begin(), keep.end(), v) == keep.end()) metrics.RemoveStateSeries(name, v);
+    }
+  }
+
+  // ---- Events ----
+
+  void OnLoaded(LoadOutcome outcome) {
+    auto it = models.find(outcome.model);
+    if (it == models.end()) return;  // a copy outlives its model only while loading: the model's record stays
+    Model& model = it->second;
+    auto copy =
+        std::find_if(model.copies.begin(), model.copies.end(), [&](const Copy& c) { return c.id == outcome.copy_id; });
+    if (copy == model.copies.end()) return;
+    ModelLifecycleMetrics& m = metrics.For(outcome.model);
+    const std::string what = "model '" + outcome.model + "' version " + std::to_string(outcome.version);
+    Result<VersionHandle> handle = Unavailable("not loaded");
+    if (!outcome.loaded.ok()) {
+      handle = outcome.loaded.status();
+    } else {
+      // Here, on the controller's thread: the version's scheduler threads must not inherit the loaders' priority.
+      handle = engine->StartVersion(*outcome.loaded, [inbox = inbox, model = outcome.model, id = outcome.copy_id] {
+        inbox->Post(Unloaded{model, id});
+      });
+      if (!handle.ok()) {
+        outcome.failed_stage = "start";
+        handle = handle.status().WithContext(what);
+      }
+    }
+    if (handle.ok()) {
+      copy->copy.phase = Phase::kReady;
+      copy->handle = *std::move(handle);
+      m.loads->Increment();
+      m.load_seconds->Observe(outcome.checksum_seconds + outcome.load_seconds);
+      m.warmup_seconds->Observe(outcome.warmup_seconds);
+      WEFT_LOG(Info) << what << ": loaded in " << Millis(outcome.checksum_seconds + outcome.load_seconds)
+                     << (outcome.verified ? " (SHA256SUMS verified in " + Millis(outcome.checksum_seconds) + ")" : "")
+                     << ", warmed up in " << Millis(outcome.warmup_seconds);
+    } else {
+      copy->copy.phase = Phase::kFailed;
+      copy->copy.reason = handle.status();
+      m.FailureCounter(outcome.failed_stage)->Increment();
+      WEFT_LOG(Warning) << what << ": failed to load (" << outcome.failed_stage << "): " << handle.status().message();
+    }
+    Advance(outcome.model);
+  }
+
+  void OnUnloaded(const Unloaded& event) {
+    auto it = models.find(event.model);
+    if (it == models.end()) return;
+    Model& model = it->second;
+    auto copy =
+        std::find_if(model.copies.begin(), model.copies.end(), [&](const Copy& c) { return c.id == event.copy_id; });
+    if (copy == model.copies.end()) return;
+    WEFT_LOG(Info) << "model '" << event.model << "' version " << copy->copy.version << ": unloaded";
+    metrics.For(event.model).unloads->Increment();
+    model.copies.erase(copy);
+    Advance(event.model);
+  }
+
+  void OnApiLoad(ApiLoad& load) {
+    if (shutting_down) return load.done(Unavailable("the server is shutting down"));
+    std::error_code ec;
+    if (!fs::is_directory(options.root / load.model, ec)) {
+      return load.done(NotFound("model '" + load.model + "' is not in the model repository"));
+    }
+    Model& model = models[load.model];
+    // A load parses its config again (Triton's rule): the override when given, config.pbtxt otherwise.
+    if (load.config_json) {
+      model.override_json = std::move(load.config_json);
+    } else {
+      model.override_json.reset();
+    }
+    // Asked again: a version that failed gets another try.
+    std::erase_if(model.copies, [](const Copy& c) { return c.copy.phase == Phase::kFailed; });
+    Refresh(load.model, /*serve=*/true, /*at_start=*/false);
+    model.waiters.push_back(std::move(load.done));
+    Advance(load.model);
+  }
+
+  void OnApiUnload(ApiUnload& unload) {
+    auto it = models.find(unload.model);
+    std::error_code ec;
+    if (it == models.end()) {
+      if (!fs::is_directory(options.root / unload.model, ec)) {
+        return unload.done(NotFound("model '" + unload.model + "' is neither loaded nor in the model repository"));
+      }
+      return unload.done(Status::Ok());  // in the repository, not loaded: nothing to do
+    }
+    WEFT_LOG(Info) << "model '" << unload.model << "': unload requested";
+    for (Done& done : it->second.waiters)
+      done(Unavailable("model '" + unload.model + "' was unloaded while it loaded"));
+    it->second.waiters.clear();
+    it->second.wish = Wish{};
+    it->second.wish.wish.serve = false;
+    Advance(unload.model);
+    unload.done(Status::Ok());
+  }
+
+  void OnInitialLoad(InitialLoad& initial_load) {
+    initial = std::move(initial_load.done);
+    // Watched before the first scan: a change made while models load is then seen (and rescanned) afterwards.
+    StartWatching();
+    std::vector<std::string> names;
+    if (options.mode == ModelControlMode::kExplicit) {
+      for (const std::string& m : options.startup_models) {
+        if (m == "*") continue;
+        if (Status s = CheckModelName(m); !s.ok()) return FinishInitial(s.WithContext("--load-model"));
+        std::error_code ec;
+        if (!fs::is_directory(options.root / m, ec)) {
+          return FinishInitial(NotFound("--load-model " + m + ": no such model in the model repository"));
+        }
+        names.push_back(m);
+      }
+    }
+    const bool all =
+        options.mode != ModelControlMode::kExplicit ||
+        std::find(options.startup_models.begin(), options.startup_models.end(), "*") != options.startup_models.end();
+    if (all) {
+      Result<std::vector<std::string>> listed = ListModelDirs(options.root);
+      if (!listed.ok()) return FinishInitial(WithoutRoot(listed.status(), ""));
+      names.insert(names.end(), listed->begin(), listed->end());
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    initial_models.insert(names.begin(), names.end());
+    for (const std::string& name : names) Refresh(name, /*serve=*/true, /*at_start=*/true);
+    for (const std::string& name : names) Advance(name);
+    MaybeFinishInitial();
+  }
+
+  void MaybeFinishInitial() {
+    if (initial && initial_models.empty()) FinishInitial(Status::Ok());
+  }
+  void FinishInitial(Status status) {
+    if (!initial) return;
+    initial->set_value(std::move(status));
+    initial.reset();
+    initial_models.clear();
+  }
+
+  // ---- Watching and polling ----
+
+  void StartWatching() {
+    if (options.mode == ModelControlMode::kPoll) {
+      polling = true;
+    } else if (options.mode == ModelControlMode::kWatch) {
+      Result<std::unique_ptr<RepositoryWatcher>> w = RepositoryWatcher::Create({.root = options.root});
+      Status synced = w.ok() ? (*w)->Sync() : w.status();
+      if (synced.ok()) {
+        watcher = std::move(w).value();
+        WEFT_LOG(Info) << "watching the model repository (" << watcher->watch_count() << " directories)";
+      } else {
+        polling = true;
+        WEFT_LOG(Warning) << "cannot watch the model repository (" << synced.message() << "); polling it every "
+                          << options.poll_interval.count() << " ms instead";
+      }
+    }
+    if (polling) next_poll = SteadyClock::now() + options.poll_interval;
+  }
+
+  // Every model in the repository or known: rescanned, then advanced.
+  void RescanAll() {
+    Result<std::vector<std::string>> listed = ListModelDirs(options.root);
+    if (!listed.ok()) {
+      WEFT_LOG(Warning) << "cannot rescan the model repository: " << listed.status().message();
+      return;
+    }
+    std::set<std::string> names(listed->begin(), listed->end());
+    for (const auto& [name, model] : models) names.insert(name);
+    for (const std::string& name : names) Rescan(name);
+    if (watcher) {
+      if (Status s = watcher->Sync(); !s.ok()) {
+        WEFT_LOG(Warning) << "cannot watch the whole model repository (" << s.message() << "); polling it every "
+                          << options.poll_interval.count() << " ms instead";
+        watcher.reset();
+        polling = true;
+        next_poll = SteadyClock::now() + options.poll_interval;
+      }
+    }
+  }
+
+  void Rescan(const std::string& name) {
+    WEFT_LOG(Debug) << "rescanning model '" << name << "'";
+    std::error_code ec;
+    const bool exists = fs::is_directory(options.root / name, ec);
+    if (!exists && !models.contains(name)) return;
+    Refresh(name, exists, /*at_start=*/false);
+    Advance(name);
+  }
+
+  // The poll timeout: the next poll, the next settle check or the next refresh of dirty models; -1 = none.
+  int TimeoutMillis() const {
+    const SteadyClock::time_point now = SteadyClock::now();
+    std::optional<SteadyClock::time_point> next;
+    auto consider = [&](SteadyClock::time_point t) { next = next ? std::min(*next, t) : t; };
+    if (polling) consider(next_poll);
+    if (!dirty.empty()) consider(refresh_at);
+    const int64_t real_now = RealtimeNanos();
+    for (const auto& [name, model] : models) {
+      if (model.wish.recheck_at_ns == 0) continue;
+      consider(now + std::chrono::nanoseconds(std::max<int64_t>(0, model.wish.recheck_at_ns - real_now)));
+    }
+    if (!next) return -1;
+    auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - now).count();
+    return static_cast<int>(std::clamp<int64_t>(ms, 0, 60'000));
+  }
+
+  void RunTimers() {
+    const SteadyClock::time_point now = SteadyClock::now();
+    if (polling && now >= next_poll) {
+      next_poll = now + options.poll_interval;
+      RescanAll();
+    }
+    if (!dirty.empty() && now >= refresh_at) {
+      std::set<std::string> names = std::exchange(dirty, {});
+      for (const std::string& name : names) Rescan(name);
+      if (watcher) (void)watcher->Sync();
+    }
+    const int64_t real_now = RealtimeNanos();
+    std::vector<std::string> due;
+    for (const auto& [name, model] : models) {
+      if (model.wish.recheck_at_ns != 0 && real_now >= model.wish.recheck_at_ns) due.push_back(name);
+    }
+    for (const std::string& name : due) Rescan(name);
+  }
+
+  // ---- The controller's loop ----
+
+  void Run(std::stop_token stop) {
+    bool watching_started = false;
+    for (;;) {
+      pollfd fds[2] = {{inbox->fd(), POLLIN, 0}, {watcher ? watcher->fd() : -1, POLLIN, 0}};
+      const int timeout = watching_started && !shutting_down ? TimeoutMillis() : -1;
+      int ready = poll(fds, watcher ? 2 : 1, timeout);
+      if (ready < 0 && errno != EINTR) {
+        WEFT_LOG(Error) << "the live repository's poll failed: " << std::strerror(errno);
+      }
+      for (ControlEvent& event : inbox->Take()) {
+        if (std::holds_alternative<Shutdown>(event)) {
+          shutting_down = true;
+          AnswerWaiters(Unavailable("the server is shutting down"));
+          continue;
+        }
+        if (stop.stop_requested()) continue;
+        std::visit(
+            [&](auto& e) {
+              using T = std::decay_t<decltype(e)>;
+              if constexpr (std::is_same_v<T, ApiLoad>) OnApiLoad(e);
+              if constexpr (std::is_same_v<T, ApiUnload>) OnApiUnload(e);
+              if constexpr (std::is_same_v<T, Loaded>) OnLoaded(std::move(e.outcome));
+              if constexpr (std::is_same_v<T, Unloaded>) OnUnloaded(e);
+              if constexpr (std::is_same_v<T, InitialLoad>) OnInitialLoad(e);
+            },
+            event);
+      }
+      if (stop.stop_requested()) return;
+      if (!watching_started && !initial) {
+        // The initial load is done (or failed): from now on changes to the files are applied.
+        watching_started = true;
+        if (polling) next_poll = SteadyClock::now() + options.poll_interval;
+      }
+      if (shutting_down) continue;
+      if (watcher && ready > 0 && (fds[1].revents & POLLIN)) {
+        RepositoryWatcher::Changes changes = watcher->Read();
+        WEFT_LOG(Debug) << "repository changes: " << changes.models.size() << " model(s)"
+                        << (changes.everything ? ", everything" : "");
+        if (changes.everything) {
+          RescanAll();
+        } else if (!changes.models.empty()) {
+          // A file being written sends a stream of events: rescan at most every 50 ms.
+          if (dirty.empty()) refresh_at = SteadyClock::now() + std::chrono::milliseconds(50);
+          dirty.insert(changes.models.begin(), changes.models.end());
+        }
+      }
+      if (watching_started) RunTimers();
+    }
+  }
+
+  void AnswerWaiters(const Status& status) {
+    for (auto& [name, model] : models) {
+      for (Done& done : model.waiters) done(status);
+      model.waiters.clear();
+    }
+  }
+};
+
+LiveRepository::LiveRepository(Engine* engine, MetricsRegistry* metrics, LiveRepositoryOptions options)
+    : impl_(std::make_unique<Impl>(engine, metrics, std::move(options))) {}
+
+LiveRepository::~LiveRepository() {
+  if (!impl_->controller.joinable()) return;
+  impl_->controller.request_stop();
+  impl_->inbox->Post(Shutdown{});
+  impl_->controller.join();
+  // Loads under way finish; their outcomes are dropped with the inbox closed (the loaded versions are freed).
+  for (ControlEvent& event : impl_->inbox->Close()) {
+    if (auto* load = std::get_if<ApiLoad>(&event)) load->done(Unavailable("the server is shutting down"));
+    if (auto* unload = std::get_if<ApiUnload>(&event)) unload->done(Unavailable("the server is shutting down"));
+    if (auto* initial = std::get_if<InitialLoad>(&event)) initial->done.set_value(Unavailable("stopped"));
+  }
+  impl_->loader.reset();
+  impl_->AnswerWaiters(Unavailable("the server is shutting down"));
+  impl_->FinishInitial(Unavailable("stopped"));
+}
+
+Status LiveRepository::Start() {
+  if (!impl_->inbox->ok()) return Unavailable("cannot create an eventfd for the live repository");
+  const LiveRepositoryOptions& o = impl_->options;
+  if (o.mode != ModelControlMode::kExplicit && !o.startup_models.empty()) {
+    return InvalidArgument("--load-model needs --model-control-mode explicit");
+  }
+  Result<std::vector<std::string>> listed = ListModelDirs(o.root);
+  if (!listed.ok()) return listed.status();
+  impl_->loader = std::make_unique<VersionLoader>(
+      VersionLoader::Options{.threads = o.load_threads,
+                             .require_checksums = o.require_checksums,
+                             .repository_root = impl_->root,
+                             .backends = o.backends},
+      [inbox = impl_->inbox](LoadOutcome outcome) { inbox->Post(Loaded{std::move(outcome)}); });
+  InitialLoad initial;
+  std::future<Status> done = initial.done.get_future();
+  impl_->controller = std::jthread([impl = impl_.get()](std::stop_token stop) { impl->Run(stop); });
+  impl_->inbox->Post(std::move(initial));
+  WEFT_LOG(Info) << "model control mode " << ModelControlModeName(o.mode) << ": loading "
+                 << (o.mode == ModelControlMode::kExplicit
+                         ? (o.startup_models.empty() ? std::string("no model until the API asks")
+                                                     : std::to_string(o.startup_models.size()) + " model(s)")
+                         : "every model")
+                 << " from " << impl_->root;
+  return done.get();
+}
+
+void LiveRepository::BeginShutdown() { impl_->inbox->Post(Shutdown{}); }
+
+ModelControlMode LiveRepository::mode() const { return impl_->options.mode; }
+
+void LiveRepository::Load(const std::string& model, std::optional<std::string> config_json, Done done) {
+  if (impl_->options.mode != ModelControlMode::kExplicit) {
+    return done(
+        Unavailable("loading a model on request needs --model-control-mode explicit (this server runs in "
+                    "mode " +
+                    std::string(ModelControlModeName(impl_->options.mode)) + ")"));
+  }
+  if (Status s = CheckModelName(model); !s.ok()) return done(s);
+  impl_->inbox->Post(ApiLoad{model, std::move(config_json), std::move(done)});
+}
+
+void LiveRepository::Unload(const std::string& model, Done done) {
+  if (impl_->options.mode != ModelControlMode::kExplicit) {
+    return done(
+        Unavailable("unloading a model on request needs --model-control-mode explicit (this server runs in "
+                    "mode " +
+                    std::string(ModelControlModeName(impl_->options.mode)) + ")"));
+  }
+  if (Status s = CheckModelName(model); !s.ok()) return done(s);
+  impl_->inbox->Post(ApiUnload{model, std::move(done)});
+}
+
+std::vector<LiveRepository::IndexEntry> LiveRepository::Index(bool ready_only) const {
+  std::shared_ptr<const RoutingTable> table = impl_->engine->Table();
+  std::set<std::string> names;
+  for (const auto& [name, route] : table->models) names.insert(name);
+  if (Result<std::vector<std::string>> listed = ListModelDirs(impl_->options.root); listed.ok()) {
+    names.insert(listed->begin(), listed->end());
+  }
+  std::vector<IndexEntry> out;
+  for (const std::string& name : names) {
+    auto it = table->models.find(name);
+    if (it == table->models.end()) {
+      if (!ready_only) out.push_back({name, 0, "UNAVAILABLE", "not loaded"});
+      continue;
+    }
+    const ModelRoute& route = *it->second;
+    if (route.versions.empty()) {
+      if (ready_only && route.state != VersionState::kReady) continue;
+      out.push_back({name, 0, std::string(VersionStateName(route.state)), route.unavailable.message()});
+      continue;
+    }
+    for (const VersionReport& report : route.versions) {
+      if (ready_only && report.state != VersionState::kReady) continue;
+      out.push_back({name, report.version, std::string(VersionStateName(report.state)), report.reason});
+    }
+  }
+  return out;
+}
+
+}  // namespace weft

@@ -1,0 +1,405 @@
+#include "lifecycle/live_repository.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "backends/builtin/builtin_backend.h"
+#include "base/log.h"
+#include "device/cpu/cpu_device.h"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+// Configs in a small format of this test's own, "key value" per line, so that the test needs no protobuf (whose
+// prebuilt library and TSan disagree on the layout of its classes): `builtin affine|sleep`, `batch_delay_us N`
+// (sleep), `queue_delay_us N` (a config edit that changes nothing else), `policy all`, `max_batch_size N`. Anything
+// else is a config error naming the source, as the real parser's errors do.
+// The builtin `affine` model: OUTPUT0 = scale * INPUT0 + offset, scale and offset read from its version's model.txt.
+// With scale 1 and input 1, the output names the version's files: offset k answers 1 + k.
+Result<ModelConfig> ParseTestConfig(std::string_view text, const std::string& source, const std::string& name) {
+  ModelConfig config;
+  config.name = name;
+  config.backend = "weft_builtin";
+  config.max_batch_size = 8;
+  config.inputs = {{"INPUT0", DataType::kFp32, {4}, std::nullopt}};
+  config.outputs = {{"OUTPUT0", DataType::kFp32, {4}, std::nullopt}};
+  config.parameters["builtin"] = "affine";
+  std::istringstream lines{std::string(text)};
+  std::string key, value;
+  while (lines >> key >> value) {
+    int number = 0;
+    const bool numeric = std::from_chars(value.data(), value.data() + value.size(), number).ec == std::errc();
+    if (key == "builtin" || key == "batch_delay_us") {
+      config.parameters[key] = value;
+    } else if (key == "queue_delay_us" && numeric) {
+      config.dynamic_batching.emplace().max_queue_delay_us = static_cast<uint64_t>(number);
+    } else if (key == "policy" && value == "all") {
+      config.version_policy.kind = VersionPolicyConfig::Kind::kAll;
+    } else if (key == "max_batch_size" && numeric) {
+      config.max_batch_size = number;
+    } else {
+      return InvalidArgument(source + ": unknown setting '" + key + "'");
+    }
+  }
+  WEFT_RETURN_IF_ERROR(ValidateModelConfig(config).WithContext(source));
+  return config;
+}
+
+std::string AffineConfig(const std::string& name, const std::string& extra = "") { return "builtin affine\n" + extra; }
+
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 20s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return condition();
+}
+
+struct Answer {
+  Status status;
+  int64_t version = 0;
+  float value = 0;
+};
+
+class LiveRepositoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (getenv("WEFT_DEBUG")) SetLogLevel(LogLevel::kDebug);
+    std::string pattern = ::testing::TempDir() + "weft_live_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+    backends_.Register("weft_builtin", {}, MakeBuiltinBackend());
+  }
+  void TearDown() override {
+    repository_.reset();
+    engine_.reset();
+    device_.reset();
+    fs::remove_all(root_);
+  }
+
+  void Write(const std::string& relative, const std::string& text) {
+    fs::create_directories((root_ / relative).parent_path());
+    // Through a rename, as a careful writer does: a reader sees the old file or the new one.
+    const fs::path tmp = root_ / (relative + ".tmp");
+    std::ofstream(tmp, std::ios::binary | std::ios::trunc) << text;
+    fs::rename(tmp, root_ / relative);
+  }
+  void WriteVersion(const std::string& model, int64_t version, float offset) {
+    Write(model + "/" + std::to_string(version) + "/model.txt", "1 " + std::to_string(offset));
+  }
+
+  void Start(ModelControlMode mode, LiveRepositoryOptions extra = {}) {
+    device_ = std::move(CreateCpuDevice({.workers = 2}).value());
+    engine_ = std::make_unique<Engine>(Engine::Options{.device = device_.get()}, &metrics_);
+    LiveRepositoryOptions options = std::move(extra);
+    options.root = root_;
+    options.mode = mode;
+    options.parse_config = ParseTestConfig;
+    options.parse_config_json = ParseTestConfig;
+    options.backends = &backends_;
+    repository_ = std::make_unique<LiveRepository>(engine_.get(), &metrics_, std::move(options));
+    ASSERT_TRUE(repository_->Start().ok());
+  }
+
+  Answer Infer(const std::string& model, int64_t version = 0) {
+    auto request = std::make_unique<InferenceRequest>();
+    request->model_name = model;
+    request->model_version = version;
+    std::vector<float> ones(4, 1.0f);
+    std::vector<std::byte> bytes(sizeof(float) * 4);
+    std::memcpy(bytes.data(), ones.data(), bytes.size());
+    request->inputs.push_back(Tensor::FromBytes("INPUT0", DataType::kFp32, {1, 4}, std::move(bytes)));
+    std::promise<Result<InferenceResponse>> answered;
+    auto future = answered.get_future();
+    engine_->Submit(std::move(request), [&](Result<InferenceResponse> r) { answered.set_value(std::move(r)); });
+    Result<InferenceResponse> response = future.get();
+    if (!response.ok()) return {response.status()};
+    return {Status::Ok(), response->model_version, response->outputs.at(0).as<float>()[0]};
+  }
+
+  // The index entry of (model, version); state "" when absent.
+  LiveRepository::IndexEntry Entry(const std::string& model, int64_t version) {
+    for (const auto& e : repository_->Index(false)) {
+      if (e.name == model && e.version == version) return e;
+    }
+    return {};
+  }
+
+  Status Load(const std::string& model, std::optional<std::string> config = std::nullopt) {
+    std::promise<Status> done;
+    repository_->Load(model, std::move(config), [&](Status s) { done.set_value(std::move(s)); });
+    return done.get_future().get();
+  }
+  Status Unload(const std::string& model) {
+    std::promise<Status> done;
+    repository_->Unload(model, [&](Status s) { done.set_value(std::move(s)); });
+    return done.get_future().get();
+  }
+
+  double Metric(const std::string& series) {
+    const std::string text = metrics_.Exposition();
+    size_t at = text.find(series + " ");
+    if (at == std::string::npos) return 0;
+    return std::stod(text.substr(at + series.size() + 1));
+  }
+
+  fs::path root_;
+  BackendRegistry backends_;
+  MetricsRegistry metrics_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<LiveRepository> repository_;
+};
+
+TEST_F(LiveRepositoryTest, ModeNoneLoadsEverythingOnceAndRefusesTheApi) {
+  Write("m/config.pbtxt", AffineConfig("m"));
+  WriteVersion("m", 1, 10);
+  Write("broken/config.pbtxt", "max_batch_size -1");
+  fs::create_directories(root_ / "broken" / "1");
+  Start(ModelControlMode::kNone);
+  Answer a = Infer("m");
+  ASSERT_TRUE(a.status.ok()) << a.status.ToString();
+  EXPECT_EQ(a.version, 1);
+  EXPECT_EQ(a.value, 11);
+  EXPECT_FALSE(engine_->Ready());  // strict readiness: "broken" cannot serve
+  EXPECT_EQ(Entry("broken", 0).state, "UNAVAILABLE");
+  EXPECT_THAT(Entry("broken", 0).reason, HasSubstr("broken/config.pbtxt"));
+  EXPECT_EQ(Load("m").code(), StatusCode::kUnavailable);
+  EXPECT_THAT(Load("m").message(), HasSubstr("--model-control-mode explicit"));
+  EXPECT_EQ(Unload("m").code(), StatusCode::kUnavailable);
+}
+
+TEST_F(LiveRepositoryTest, WatchModeSwapsInANewVersionAndUnloadsTheOld) {
+  Write("m/config.pbtxt", AffineConfig("m"));
+  WriteVersion("m", 1, 10);
+  Start(ModelControlMode::kWatch, {.settle = 50ms});
+  EXPECT_EQ(Infer("m").value, 11);
+
+  WriteVersion("m", 2, 20);
+  ASSERT_TRUE(WaitFor([&] { return Infer("m").value == 21; }));
+  EXPECT_EQ(Infer("m").version, 2);
+  // latest { num_versions: 1 }: version 1 leaves once 2 serves, and is unloaded once drained.
+  ASSERT_TRUE(WaitFor([&] { return Entry("m", 1).state.empty(); }));
+  EXPECT_EQ(Infer("m", 1).status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(Metric("weft_model_unloads_total{model=\"m\"}"), 1);
+  EXPECT_EQ(Metric("weft_model_loads_total{model=\"m\"}"), 2);
+  EXPECT_EQ(Metric("weft_model_version_state{model=\"m\",version=\"2\",state=\"READY\"}"), 1);
+  EXPECT_EQ(metrics_.Exposition().find("version=\"1\",state"), std::string::npos);
+
+  // The model file replaced in place: a second copy of version 2 takes over.
+  WriteVersion("m", 2, 30);
+  ASSERT_TRUE(WaitFor([&] { return Infer("m").value == 31; }));
+
+  // A config edit reloads with the new config.
+  Write("m/config.pbtxt", AffineConfig("m", "queue_delay_us 100"));
+  ASSERT_TRUE(WaitFor([&] { return Metric("weft_model_loads_total{model=\"m\"}") == 4; }));
+  EXPECT_EQ(Infer("m").value, 31);
+
+  // The model's directory removed: unloaded once drained.
+  fs::remove_all(root_ / "m");
+  ASSERT_TRUE(WaitFor([&] { return Infer("m").status.code() == StatusCode::kNotFound; }));
+  EXPECT_TRUE(WaitFor([&] { return Entry("m", 0).state.empty() && Entry("m", 2).state.empty(); }));
+}
+
+TEST_F(LiveRepositoryTest, ABrokenNewVersionLeavesTheOldServingAndTheIndexSaysWhy) {
+  Write("m/config.pbtxt", AffineConfig("m"));
+  WriteVersion("m", 1, 10);
+  Start(ModelControlMode::kWatch, {.settle = 50ms});
+  Write("m/2/model.txt", "\x01\x02 random bytes");
+  ASSERT_TRUE(WaitFor([&] { return Entry("m", 2).state == "UNAVAILABLE"; }));
+  EXPECT_THAT(Entry("m", 2).reason, HasSubstr("m/2/model.txt"));
+  EXPECT_EQ(Entry("m", 1).state, "READY");
+  EXPECT_EQ(Infer("m").value, 11);
+  EXPECT_TRUE(engine_->Ready());
+  EXPECT_EQ(Metric("weft_model_load_failures_total{model=\"m\",stage=\"instances\"}"), 1);
+
+  // A checksum mismatch: named, and nothing changes.
+  WriteVersion("m", 3, 30);
+  Write("m/3/SHA256SUMS", std::string(64, '0') + "  model.txt\n");
+  ASSERT_TRUE(WaitFor([&] { return Entry("m", 3).state == "UNAVAILABLE"; }));
+  EXPECT_THAT(Entry("m", 3).reason, HasSubstr("model.txt"));
+  EXPECT_THAT(Entry("m", 3).reason, HasSubstr("mismatch"));
+  EXPECT_EQ(Infer("m").value, 11);
+
+  // A config error: the old config's version keeps serving, and the reason shows.
+  Write("m/config.pbtxt", "max_batch_size oops");
+  ASSERT_TRUE(WaitFor([&] { return Entry("m", 1).reason.find("config.pbtxt") != std::string::npos; }));
+  EXPECT_EQ(Entry("m", 1).state, "READY");
+  EXPECT_EQ(Infer("m").value, 11);
+}
+
+TEST_F(LiveRepositoryTest, AVersionBeingWrittenIsNotLoadedBeforeItSettles) {
+  Write("m/config.pbtxt", AffineConfig("m"));
+  WriteVersion("m", 1, 10);
+  Start(ModelControlMode::kWatch, {.settle = 400ms});
+  // Files appear one by one, 100 ms apart: the directory never looks quiet while they do, and model.txt comes last,
+  // so a load before the end would fail.
+  Write("m/2/part0", std::string(100, 'x'));
+  ASSERT_TRUE(WaitFor([&] { return Entry("m", 2).state == "LOADING"; }));
+  EXPECT_THAT(Entry("m", 2).reason, HasSubstr("quiet"));
+  for (int i = 1; i < 5; ++i) {
+    std::this_thread::sleep_for(100ms);
+    Write("m/2/part" + std::to_string(i), std::string(100, 'x'));
+    EXPECT_EQ(Infer("m").value, 11);
+    EXPECT_EQ(Entry("m", 2).state, "LOADING");
+  }
+  WriteVersion("m", 2, 20);
+  const auto last_write = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor([&] { return Infer("m").value == 21; }));
+  EXPECT_GE(std::chrono::steady_clock::now() - last_write, 350ms);  // the settle time, less the clocks' grain
+  EXPECT_EQ(Metric("weft_model_load_failures_total{model=\"m\",stage=\"instances\"}"), 0);
+  EXPECT_EQ(Metric("weft_model_loads_total{model=\"m\"}"), 2);  // version 2 loaded once, complete
+}
+
+TEST_F(LiveRepositoryTest, RequiredChecksumsRefuseAVersionWithoutAManifest) {
+  Write("m/config.pbtxt", AffineConfig("m"));
+  WriteVersion("m", 1, 10);
+  Start(ModelControlMode::kNone, {.require_checksums = true});
+  EXPECT_EQ(Infer("m").status.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(Entry("m", 1).reason, HasSubstr("no SHA256SUMS"));
+}
+
+TEST_F(LiveRepositoryTest, PollModeNoticesChangesOnItsInterval) {
+  Write("m/config.pbtxt", AffineConfig("m"));
+  WriteVersion("m", 1, 10);
+  Start(ModelControlMode::kPoll, {.poll_interval = 100ms, .settle = 0ms});
+  WriteVersion("m", 2, 20);
+  ASSERT_TRUE(WaitFor([&] { return Infer("m").value == 21; }));
+  Write("n/config.pbtxt", AffineConfig("n"));
+  WriteVersion("n", 1, 5);
+  ASSERT_TRUE(WaitFor([&] { return Infer("n").value == 6; }));
+}
+
+TEST_F(LiveRepositoryTest, ExplicitModeLoadsUnloadsAndOverrides) {
+  Write("m/config.pbtxt", AffineConfig("m"));
+  WriteVersion("m", 1, 10);
+  WriteVersion("m", 2, 20);
+  Write("other/config.pbtxt", AffineConfig("other"));
+  WriteVersion("other", 1, 0);
+  Start(ModelControlMode::kExplicit, {.startup_models = {"other"}});
+  EXPECT_EQ(Infer("m").status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(Infer("other").value, 1);
+  EXPECT_EQ(Entry("m", 0).state, "UNAVAILABLE");
+  EXPECT_EQ(Entry("m", 0).reason, "not loaded");
+
+  ASSERT_TRUE(Load("m").ok());
+  EXPECT_EQ(Infer("m").value, 21);
+
+  // A config override: every version, from the JSON config.
+  Status overridden = Load("m", "policy all");
+  ASSERT_TRUE(overridden.ok()) << overridden.ToString();
+  EXPECT_EQ(Infer("m", 1).value, 11);
+  EXPECT_EQ(Infer("m", 2).value, 21);
+
+  // A broken override is refused and what serves stays.
+  Status broken = Load("m", "max_batch_size x");
+  EXPECT_EQ(broken.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(broken.message(), HasSubstr("parameters.config"));
+  EXPECT_EQ(Infer("m", 1).value, 11);
+
+  // Unknown models.
+  EXPECT_EQ(Load("ghost").code(), StatusCode::kNotFound);
+  EXPECT_EQ(Unload("ghost").code(), StatusCode::kNotFound);
+  EXPECT_EQ(Load("../etc").code(), StatusCode::kInvalidArgument);
+
+  ASSERT_TRUE(Unload("m").ok());
+  ASSERT_TRUE(WaitFor([&] { return Infer("m").status.code() == StatusCode::kNotFound; }));
+  EXPECT_EQ(Entry("m", 0).reason, "not loaded");
+  EXPECT_TRUE(engine_->Ready());  // an unloaded model is not a failed one
+}
+
+TEST_F(LiveRepositoryTest, UnloadLetsQueuedRequestsFinish) {
+  // One instance that takes 200 ms per batch, batches of one: requests queue behind each other.
+  Write("slow/config.pbtxt", "builtin sleep\nbatch_delay_us 200000\nmax_batch_size 1\n");
+  fs::create_directories(root_ / "slow" / "1");
+  Start(ModelControlMode::kExplicit, {.startup_models = {"slow"}});
+  std::vector<std::future<Answer>> answers;
+  for (int i = 0; i < 4; ++i) answers.push_back(std::async(std::launch::async, [&] { return Infer("slow"); }));
+  ASSERT_TRUE(WaitFor([&] { return Metric("weft_queue_depth{model=\"slow\",version=\"1\",level=\"1\"}") >= 2; }));
+  ASSERT_TRUE(Unload("slow").ok());
+  EXPECT_EQ(Infer("slow").status.code(), StatusCode::kUnavailable);  // unloading: no new requests
+  for (auto& a : answers) EXPECT_TRUE(a.get().status.ok());
+  ASSERT_TRUE(WaitFor([&] { return Infer("slow").status.code() == StatusCode::kNotFound; }));
+}
+
+// Clients keep sending while the repository changes twenty times: every request is answered by the old or the new
+// version, never with an error. Under TSan this covers the table's publication, the handles and the drain.
+TEST_F(LiveRepositoryTest, TwentyChangesUnderLoadFailNoRequest) {
+  Write("m/config.pbtxt", AffineConfig("m"));
+  WriteVersion("m", 1, 100);
+  Start(ModelControlMode::kWatch, {.settle = 20ms});
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered{0};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  std::set<float> seen;
+  std::vector<std::jthread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&] {
+      while (!stop) {
+        Answer a = Infer("m");
+        std::lock_guard lock(mu);
+        if (!a.status.ok()) {
+          failures.push_back(a.status.ToString());
+        } else {
+          seen.insert(a.value);
+        }
+        ++answered;
+      }
+    });
+  }
+  int64_t newest = 1;
+  float expected = 101;
+  for (int change = 0; change < 20; ++change) {
+    const int answered_before = answered.load();
+    const double loads_before = Metric("weft_model_loads_total{model=\"m\"}");
+    const float offset = static_cast<float>(200 + change);
+    switch (change % 4) {
+      case 0:  // a new version directory
+        WriteVersion("m", ++newest, offset);
+        expected = offset + 1;
+        break;
+      case 1:  // the model file replaced in place
+        WriteVersion("m", newest, offset);
+        expected = offset + 1;
+        break;
+      case 2:  // a config edit: the same answers, from a reloaded copy
+        Write("m/config.pbtxt", AffineConfig("m", "queue_delay_us " + std::to_string(change)));
+        break;
+      case 3:  // a newer version, then its directory deleted: the one before serves again
+        WriteVersion("m", newest + 1, offset);
+        ASSERT_TRUE(WaitFor([&] { return Infer("m").value == offset + 1; })) << "change " << change;
+        fs::remove_all(root_ / "m" / std::to_string(newest + 1));
+        break;
+    }
+    ASSERT_TRUE(WaitFor([&] {
+      return Infer("m").value == expected && Metric("weft_model_loads_total{model=\"m\"}") > loads_before &&
+             answered.load() > answered_before + 10;
+    })) << "change "
+        << change << ": " << Infer("m").value << " instead of " << expected;
+  }
+  stop = true;
+  clients.clear();
+  EXPECT_THAT(failures, ::testing::IsEmpty());
+  EXPECT_GT(answered.load(), 200);
+  EXPECT_GE(seen.size(), 10u);
+}
+
+}  // namespace
+}  // namespace weft
