@@ -34,7 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (all || route == "load") {
     weft::Result<weft::RepositoryLoadRequest> load = weft::DecodeRepositoryLoadRequest(body);
-    if (load.ok() && load->config) WEFT_CHECK(load->config->size() <= rest.size());
+    if (load.ok() && load->config) {
+      WEFT_CHECK(load->config->size() <= rest.size());
+    }
   }
   if (all || route == "unload") (void)weft::DecodeRepositoryUnloadRequest(body);
   return 0;

@@ -51,6 +51,9 @@ struct VersionRegistry {
   std::map<uint64_t, Entry> live;  // guarded by mu
   std::vector<uint64_t> released;  // guarded by mu: ids whose last handle is gone, to tear down
   bool stopping = false;           // guarded by mu
+  // Versions started or starting, by (model, version): a version's metric series go when its count drops to 0.
+  // Counted before the scheduler takes its series, so that a new copy never gets a series being removed.
+  std::map<std::pair<std::string, int64_t>, int> copies;  // guarded by mu
 };
 
 }  // namespace
@@ -111,7 +114,9 @@ struct Engine::Impl {
       }
       lock.unlock();
       for (auto& entry : entries) {
+        std::pair<std::string, int64_t> key{entry.version->config().name, entry.version->version()};
         entry.version.reset();
+        ReleaseCopy(key);
         if (entry.on_unloaded) entry.on_unloaded();
       }
       lock.lock();
@@ -138,6 +143,15 @@ struct Engine::Impl {
                          (report.reason.empty() ? "" : ": " + report.reason));
     }
     return NotFound("model '" + std::string(model) + "' has no version " + std::to_string(version));
+  }
+
+  // One copy of (model, version) fewer; with none left, its scheduler's series leave the exposition.
+  void ReleaseCopy(const std::pair<std::string, int64_t>& key) {
+    std::lock_guard lock(registry->mu);
+    auto it = registry->copies.find(key);
+    if (it == registry->copies.end() || --it->second > 0) return;
+    registry->copies.erase(it);
+    VersionMetrics::Remove(metrics, key.first, key.second);
   }
 
   void Publish(const std::function<void(RoutingTable&)>& change) {
@@ -220,6 +234,18 @@ Engine::~Engine() {
 
 Result<VersionHandle> Engine::StartVersion(std::shared_ptr<LoadedVersion> loaded, std::function<void()> on_unloaded) {
   if (!impl_->device_status.ok()) return impl_->device_status;
+  const ModelConfig& config = loaded->config;
+  const std::pair<std::string, int64_t> key{config.name, loaded->version};
+  {
+    std::lock_guard lock(impl_->registry->mu);
+    ++impl_->registry->copies[key];
+  }
+  Result<VersionHandle> handle = StartCopy(std::move(loaded), std::move(on_unloaded));
+  if (!handle.ok()) impl_->ReleaseCopy(key);
+  return handle;
+}
+
+Result<VersionHandle> Engine::StartCopy(std::shared_ptr<LoadedVersion> loaded, std::function<void()> on_unloaded) {
   const ModelConfig& config = loaded->config;
   auto version = std::make_unique<ServingVersion>();
   version->loaded = loaded;

@@ -137,6 +137,9 @@ class Engine {
   Multiplexer* multiplexer() const;
 
  private:
+  // StartVersion once the version is counted among the copies of its (model, version).
+  Result<VersionHandle> StartCopy(std::shared_ptr<LoadedVersion> loaded, std::function<void()> on_unloaded);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

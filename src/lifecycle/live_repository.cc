@@ -155,7 +155,6 @@ struct LiveRepository::Impl {
   };
 
   Engine* const engine;
-  MetricsRegistry* const metrics_registry;
   const LiveRepositoryOptions options;
   const std::string root;
   LifecycleMetrics metrics;
@@ -177,7 +176,7 @@ struct LiveRepository::Impl {
   std::jthread controller;
 
   Impl(Engine* e, MetricsRegistry* m, LiveRepositoryOptions o)
-      : engine(e), metrics_registry(m), options(std::move(o)), root(options.root.string()), metrics(m) {}
+      : engine(e), options(std::move(o)), root(options.root.string()), metrics(m) {}
 
   // ---- Files to wishes ----
 
@@ -237,12 +236,10 @@ struct LiveRepository::Impl {
                              {.settle = SettleTime(at_start), .require_checksums = options.require_checksums});
     if (!next.wish.settling) model.config_source = config_source;
     if (config.ok() && !next.wish.settling) model.config = std::make_shared<const ModelConfig>(*std::move(config));
-    if (next.wish.problem.ok() != model.wish.wish.problem.ok() ||
-        next.wish.problem.message() != model.wish.wish.problem.message()) {
-      if (!next.wish.problem.ok()) {
-        WEFT_LOG(Warning) << "model '" << name << "': " << next.wish.problem.message();
-        metrics.For(name).config_failures->Increment();
-      }
+    // Logged and counted once per problem, not once per rescan.
+    if (!next.wish.problem.ok() && next.wish.problem.message() != model.wish.wish.problem.message()) {
+      WEFT_LOG(Warning) << "model '" << name << "': " << next.wish.problem.message();
+      if (!config.ok()) metrics.For(name).config_failures->Increment();
     }
     model.wish = std::move(next);
   }

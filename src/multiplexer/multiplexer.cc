@@ -52,6 +52,10 @@ Result<int> MaxInflightOf(const ModelConfig& config, PriorityClass c, const Mult
   return bound <= 0 ? INT_MAX : bound;
 }
 
+constexpr char kModelMsPerSecond[] = "weft_model_device_ms_per_second";
+constexpr char kModelSeconds[] = "weft_model_device_seconds_total";
+constexpr char kMigrations[] = "weft_instance_migrations_total";
+
 }  // namespace
 
 PriorityClass ClassOf(ModelPriority priority) {
@@ -72,11 +76,16 @@ std::string_view PriorityClassName(PriorityClass c) {
   return "unknown";
 }
 
-// The device time of one model version, over all its instances.
+// The device time of one model version, over all its instances. Lives while the version has lanes: a version
+// unloaded for good takes its series out of the exposition.
 struct Lane::ModelStats {
   BusyTime busy;  // guarded by the multiplexer's mu_
   Gauge* ms_per_second = nullptr;
   Counter* seconds = nullptr;
+  Counter* migrations = nullptr;
+  std::pair<std::string, int64_t> key;  // in the multiplexer's models_
+  Labels labels;                        // model, version, device
+  int lanes = 0;                        // guarded by the multiplexer's mu_
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -101,6 +110,7 @@ Lane::~Lane() {
   std::lock_guard lock(mux_->mu_);
   mux_->StreamsOf(class_)[stream_]->instances--;
   mux_->lanes_--;
+  if (--model_->lanes == 0) mux_->ForgetModelLocked(model_);
 }
 
 bool Lane::AcquireSlot(std::stop_token stop) {
@@ -346,24 +356,33 @@ Result<std::unique_ptr<Lane>> Multiplexer::AddInstance(const ModelConfig& config
   WEFT_ASSIGN_OR_RETURN(int bound, MaxInflightOf(config, c, options_, device_->kind()));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Event> event, device_->CreateEvent());
   const Labels labels{{"model", config.name}, {"version", std::to_string(version)}, {"device", device_->name()}};
-  Counter* migrations =
-      metrics_->GetCounter("weft_instance_migrations_total", "Moves of the model's instances between streams", labels);
+  // Under mu_, like the removal of the series when the version's last lane goes: a lane of a new copy of the same
+  // version never gets a series that is being removed.
   std::lock_guard lock(mu_);
   auto& stats = models_[{config.name, version}];
   if (!stats) {
     stats = std::make_unique<Lane::ModelStats>(Lane::ModelStats{.busy = BusyTime(options_.busy_horizon)});
-    stats->ms_per_second = metrics_->GetGauge("weft_model_device_ms_per_second",
+    stats->ms_per_second = metrics_->GetGauge(kModelMsPerSecond,
                                               "Device milliseconds per second the model's batches kept busy "
                                               "(union of their busy intervals over the metrics window)",
                                               labels);
-    stats->seconds =
-        metrics_->GetCounter("weft_model_device_seconds_total", "Device seconds the model's batches kept busy", labels);
+    stats->seconds = metrics_->GetCounter(kModelSeconds, "Device seconds the model's batches kept busy", labels);
+    stats->migrations = metrics_->GetCounter(kMigrations, "Moves of the model's instances between streams", labels);
+    stats->key = {config.name, version};
+    stats->labels = labels;
   }
+  ++stats->lanes;
+  Counter* migrations = stats->migrations;
   std::unique_ptr<Lane> lane(new Lane(this, instance, c, bound, std::move(event), stats.get(), migrations));
   lane->stream_ = LeastLoadedLocked(c, std::chrono::steady_clock::now());
   StreamsOf(c)[lane->stream_]->instances++;
   ++lanes_;
   return lane;
+}
+
+void Multiplexer::ForgetModelLocked(Lane::ModelStats* stats) {
+  for (const char* name : {kModelMsPerSecond, kModelSeconds, kMigrations}) metrics_->Remove(name, stats->labels);
+  models_.erase(stats->key);
 }
 
 void Multiplexer::OnBatchDone(PooledStream* stream, Lane* lane, SteadyTime submitted, const Completion& completion) {

@@ -184,6 +184,8 @@ class Multiplexer {
   std::vector<PooledStream*>& StreamsOf(PriorityClass c);
   // The index of the least loaded stream of `c` (ties: fewer instances, then lower index).
   size_t LeastLoadedLocked(PriorityClass c, SteadyTime now);
+  // Drops the series and the stats of a model version whose last lane is gone.
+  void ForgetModelLocked(Lane::ModelStats* stats);
   // On the completion thread.
   void OnBatchDone(PooledStream* stream, Lane* lane, SteadyTime submitted, const Completion& completion);
   bool AcquireBudget(std::stop_token stop);

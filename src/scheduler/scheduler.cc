@@ -23,6 +23,7 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
       queue_options_(QueueOptions::FromConfig(config_, options_.max_queue)),
       metrics_(metrics, config_.name, options_.version, static_cast<uint32_t>(queue_options_.levels.size())),
       queue_(queue_options_),
+      reported_depth_(queue_options_.levels.size(), 0),
       preserve_ordering_(config_.dynamic_batching && config_.dynamic_batching->preserve_ordering) {
   std::vector<InstanceExecutor*> executors = options_.executors;
   if (executors.empty()) {
@@ -173,8 +174,13 @@ Status Scheduler::AdmitLocked(std::unique_ptr<QueueEntry>& entry, SteadyTime now
 
 void Scheduler::QueueChangedLocked() {
   ++generation_;
+  // Added, not set: during a swap two copies of one version share the series, and each adds its own queue.
   for (uint32_t level = 1; level <= queue_.levels(); ++level) {
-    metrics_.queue_depth[level - 1]->Set(static_cast<double>(queue_.size(level)));
+    const size_t depth = queue_.size(level);
+    size_t& reported = reported_depth_[level - 1];
+    if (depth != reported)
+      metrics_.queue_depth[level - 1]->Add(static_cast<double>(depth) - static_cast<double>(reported));
+    reported = depth;
   }
 }
 

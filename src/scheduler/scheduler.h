@@ -120,6 +120,7 @@ class Scheduler {
   uint64_t generation_ = 0;                    // guarded by mu_; bumped by every change of queue_
   bool timer_dirty_ = false;                   // guarded by mu_; the earliest deadline moved up
   RequestQueue queue_;                         // guarded by mu_
+  std::vector<size_t> reported_depth_;         // guarded by mu_: what this scheduler added to each level's gauge
   QueueSnapshot snapshot_;                     // guarded by mu_; reused to spare allocations
   Entries cancelled_;                          // guarded by mu_; left the queue, to be answered by the timer
   size_t inflight_ = 0;                        // guarded by mu_; submitted executions not yet answered

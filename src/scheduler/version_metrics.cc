@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "model/model_config.h"
+
 namespace weft {
 
 std::string_view FailureReason(StatusCode code) {
@@ -39,6 +41,26 @@ VersionMetrics::VersionMetrics(MetricsRegistry* registry, const std::string& mod
   for (size_t c = 0; c < failures_.size(); ++c) {
     failures_[c] = registry->GetCounter(
         "weft_inference_request_failure_total", "Requests answered with an error, by reason.",
+        {{"model", model}, {"version", v}, {"reason", std::string(FailureReason(static_cast<StatusCode>(c)))}});
+  }
+}
+
+void VersionMetrics::Remove(MetricsRegistry* registry, const std::string& model, int64_t version) {
+  const std::string v = std::to_string(version);
+  const Labels labels = {{"model", model}, {"version", v}};
+  for (const char* name :
+       {"weft_inference_request_success_total", "weft_inference_count_total", "weft_inference_exec_count_total",
+        "weft_inference_request_duration_seconds", "weft_inference_queue_duration_seconds",
+        "weft_inference_compute_duration_seconds", "weft_batch_size"}) {
+    registry->Remove(name, labels);
+  }
+  // Every level a config may have: another copy of the version may have had more levels than the last one.
+  for (uint32_t level = 1; level <= ConfigLimits::kMaxPriorityLevels; ++level) {
+    registry->Remove("weft_queue_depth", {{"model", model}, {"version", v}, {"level", std::to_string(level)}});
+  }
+  for (size_t c = 0; c <= static_cast<size_t>(StatusCode::kInternal); ++c) {
+    registry->Remove(
+        "weft_inference_request_failure_total",
         {{"model", model}, {"version", v}, {"reason", std::string(FailureReason(static_cast<StatusCode>(c)))}});
   }
 }

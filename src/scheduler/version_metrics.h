@@ -26,6 +26,10 @@ struct VersionMetrics {
   Histogram* batch_size;            // items per execution
   std::vector<Gauge*> queue_depth;  // queued requests; index = priority level - 1
 
+  // Takes every series of (model, version) out of the exposition, once no scheduler of that version is left (the
+  // caller makes sure: the pointers of such a scheduler would dangle).
+  static void Remove(MetricsRegistry* registry, const std::string& model, int64_t version);
+
   // weft_inference_request_failure_total for `code`'s reason (see FailureReason).
   Counter* FailureCounter(StatusCode code) const { return failures_[static_cast<size_t>(code)]; }
 

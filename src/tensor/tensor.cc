@@ -2,8 +2,10 @@
 
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "base/checked_math.h"
+#include "base/large_buffer.h"
 #include "base/log.h"
 
 namespace weft {
@@ -46,6 +48,15 @@ Tensor Tensor::Allocate(std::string name, DataType type, Shape shape, std::byte*
   Result<size_t> checked = TensorByteSize(type, shape);
   WEFT_CHECK(checked.ok()) << "Tensor::Allocate of '" << name << "': " << checked.status().message();
   const size_t size = *checked;
+  if (size >= kLargeBufferBytes) {
+    // Mapped on its own, and given back in slices when the last view goes (base/large_buffer.h).
+    auto* mapped = static_cast<std::byte*>(MapLargeBuffer(size));
+    if (mapped == nullptr) throw std::bad_alloc();
+    std::shared_ptr<const void> storage(mapped,
+                                        [size](const void* p) { UnmapLargeBuffer(const_cast<void*>(p), size); });
+    *writable = mapped;
+    return Tensor(std::move(name), type, std::move(shape), std::move(storage), mapped, size);
+  }
   auto storage = std::make_shared<std::vector<std::byte>>(size);
   *writable = storage->data();
   const std::byte* data = storage->data();

@@ -42,11 +42,12 @@ class HealthAndMetadataTest(unittest.TestCase):
         self.assertTrue(server.stub.ModelReady(pb.ModelReadyRequest(name="identity"), timeout=RPC_TIMEOUT).ready)
         self.assertTrue(
             server.stub.ModelReady(pb.ModelReadyRequest(name="identity", version="1"), timeout=RPC_TIMEOUT).ready)
-        for request in (pb.ModelReadyRequest(name="no_such_model"), pb.ModelReadyRequest(name="identity", version="7"),
-                        pb.ModelReadyRequest(name="identity", version="one")):
-            with self.assertRaises(grpc.RpcError) as e:
-                server.stub.ModelReady(request, timeout=RPC_TIMEOUT)
-            self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND, request)
+        # Unknown: not ready, as in Triton (a client polling an unloaded model's readiness sees false, not an error).
+        for request in (pb.ModelReadyRequest(name="no_such_model"), pb.ModelReadyRequest(name="identity", version="7")):
+            self.assertFalse(server.stub.ModelReady(request, timeout=RPC_TIMEOUT).ready, request)
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.ModelReady(pb.ModelReadyRequest(name="identity", version="one"), timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
 
     def test_model_metadata(self):
         m = server.stub.ModelMetadata(pb.ModelMetadataRequest(name="add_sub"), timeout=RPC_TIMEOUT)

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "backends/common/model_checks.h"
+#include "backends/torchscript/torch_allocator.h"
 #include "backends/torchscript/torch_stream.h"
 #include "base/log.h"
 
@@ -293,6 +294,9 @@ class TorchScriptBackend : public Backend {
 
 }  // namespace
 
-std::shared_ptr<const Backend> MakeTorchScriptBackend() { return std::make_shared<TorchScriptBackend>(); }
+std::shared_ptr<const Backend> MakeTorchScriptBackend() {
+  InstallTorchLargeBufferAllocator();
+  return std::make_shared<TorchScriptBackend>();
+}
 
 }  // namespace weft

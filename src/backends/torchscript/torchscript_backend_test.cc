@@ -1,15 +1,20 @@
 #include "backends/torchscript/torchscript_backend.h"
 
 #include <ATen/Parallel.h>
+#include <c10/core/CPUAllocator.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <torch/script.h>
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <sstream>
+#include <string>
 
 #include "backends/testing/reference_data.h"
+#include "base/large_buffer.h"
 
 namespace weft {
 namespace {
@@ -304,6 +309,48 @@ TEST_F(TorchScriptBackendTest, ExceptionInsideTheModelIsAStatus) {
   auto out = (*instance)->Execute({&input, 1});
   EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(out.status().message(), HasSubstr("too big"));
+}
+
+// Whether `address` lies in a mapping of this process (/proc/self/maps).
+bool Mapped(const void* address) {
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream(line) >> std::hex >> begin >> dash >> end;
+    if (a >= begin && a < end) return true;
+  }
+  return false;
+}
+
+// Making the backend routes torch's large CPU allocations through MapLargeBuffer (given back in slices on free);
+// small ones stay with torch's default allocator, and the raw allocation API works for both.
+TEST(TorchLargeBufferAllocatorTest, LargeTensorsAreMappedOnTheirOwnAndGivenBack) {
+  MakeTorchScriptBackend();
+  c10::Allocator* allocator = c10::GetCPUAllocator();
+  EXPECT_NE(allocator, c10::GetDefaultCPUAllocator());
+  const void* data = nullptr;
+  {
+    torch::Tensor large = torch::ones({static_cast<int64_t>(kLargeBufferBytes / sizeof(float)) + 1});
+    data = large.data_ptr();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % 4096, 0u);
+    EXPECT_EQ(large.storage().data_ptr().get_deleter(), allocator->raw_deleter());
+    EXPECT_EQ(large[0].item<float>(), 1.0f);
+    EXPECT_EQ(large[large.numel() - 1].item<float>(), 1.0f);
+    EXPECT_TRUE(Mapped(data));
+  }
+  EXPECT_FALSE(Mapped(data));
+
+  torch::Tensor small = torch::ones({16});
+  EXPECT_NE(small.storage().data_ptr().get_deleter(), allocator->raw_deleter());
+  for (size_t size : {size_t{64}, kLargeBufferBytes}) {
+    void* raw = allocator->raw_allocate(size);
+    ASSERT_NE(raw, nullptr);
+    std::memset(raw, 1, size);
+    allocator->raw_deallocate(raw);
+  }
 }
 
 }  // namespace

@@ -95,11 +95,9 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ModelReady(Context* c, cons
                                                                 ModelReadyResponse* r) {
   Result<int64_t> version = ParseModelVersion(q->name(), q->version());
   if (!version.ok()) return Answer(c, GrpcEndpoint::kModelReady, version.status());
+  // Not ready, not an error, for a model or version that is unknown, as in Triton: a client that unloaded a model
+  // polls its readiness until it is false (tritonclient's is_model_ready raises on an error).
   auto found = services_.engine->FindVersion(q->name(), *version);
-  // A model that exists but cannot serve is "not ready"; one that does not exist is an error, as over HTTP.
-  if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
-    return Answer(c, GrpcEndpoint::kModelReady, found.status());
-  }
   r->set_ready(found.ok());
   return Answer(c, GrpcEndpoint::kModelReady, Status::Ok());
 }
