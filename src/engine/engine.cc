@@ -89,9 +89,22 @@ struct Engine::Impl {
   Status device_status;  // why there is no multiplexer although a device was given
 
   std::shared_ptr<VersionRegistry> registry = std::make_shared<VersionRegistry>();
-  // Read by every request; replaced whole by writers, who take publish_mu so that none loses another's change.
-  std::atomic<std::shared_ptr<const RoutingTable>> table{std::make_shared<const RoutingTable>()};
+  // Read by every request (a copy of the pointer under table_mu, held for nothing else); replaced whole by writers,
+  // who take publish_mu so that none loses another's change. A mutex rather than std::atomic<std::shared_ptr>:
+  // libstdc++ 12 builds that on a lock bit in the pointer, which ThreadSanitizer cannot follow (it reports a race
+  // on every publish), and the copy under an uncontended mutex costs about as much.
+  mutable std::mutex table_mu;
+  std::shared_ptr<const RoutingTable> table = std::make_shared<const RoutingTable>();  // guarded by table_mu
   std::mutex publish_mu;
+
+  std::shared_ptr<const RoutingTable> LoadTable() const {
+    std::lock_guard lock(table_mu);
+    return table;
+  }
+  void StoreTable(std::shared_ptr<const RoutingTable> next) {
+    std::lock_guard lock(table_mu);
+    table.swap(next);  // the old table is released after the lock, outside it
+  }
   std::vector<VersionHandle> fixed;  // the versions of the constructor's entries: in service for good
   std::jthread unloader;             // tears down released versions; started last, stopped first
 
@@ -156,9 +169,9 @@ struct Engine::Impl {
 
   void Publish(const std::function<void(RoutingTable&)>& change) {
     std::lock_guard lock(publish_mu);
-    auto next = std::make_shared<RoutingTable>(*table.load());
+    auto next = std::make_shared<RoutingTable>(*LoadTable());
     change(*next);
-    table.store(std::move(next));
+    StoreTable(std::move(next));
   }
 };
 
@@ -213,7 +226,7 @@ Engine::Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry*
 }
 
 Engine::~Engine() {
-  impl_->table.store(std::make_shared<const RoutingTable>());
+  impl_->StoreTable(std::make_shared<const RoutingTable>());
   impl_->fixed.clear();
   {
     std::lock_guard lock(impl_->registry->mu);
@@ -304,10 +317,10 @@ void Engine::RemoveModel(const std::string& name) {
   impl_->Publish([&](RoutingTable& table) { table.models.erase(name); });
 }
 
-std::shared_ptr<const RoutingTable> Engine::Table() const { return impl_->table.load(); }
+std::shared_ptr<const RoutingTable> Engine::Table() const { return impl_->LoadTable(); }
 
 void Engine::Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback on_done) {
-  std::shared_ptr<const RoutingTable> table = impl_->table.load();
+  std::shared_ptr<const RoutingTable> table = impl_->LoadTable();
   auto found = Impl::Find(*table, request->model_name, request->model_version);
   if (!found.ok()) {
     on_done(found.status());
@@ -321,20 +334,23 @@ void Engine::Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback
     Complete(scheduler.metrics(), *request, on_done, inputs.status());
     return;
   }
+  // The answer holds a handle of its own; `version` stays held until Submit returns, because the request may be
+  // answered (and its handle dropped, the version's last) before Submit is done with the scheduler.
   scheduler.Submit({.request = std::move(request),
                     .inputs = std::move(inputs).value(),
-                    .on_done = [version = std::move(version), on_done = std::move(on_done)](
-                                   Result<InferenceResponse> result) { on_done(std::move(result)); }});
+                    .on_done = [version, on_done = std::move(on_done)](Result<InferenceResponse> result) {
+                      on_done(std::move(result));
+                    }});
 }
 
 Result<std::shared_ptr<const LoadedVersion>> Engine::FindVersion(const std::string& model, int64_t version) const {
-  std::shared_ptr<const RoutingTable> table = impl_->table.load();
+  std::shared_ptr<const RoutingTable> table = impl_->LoadTable();
   WEFT_ASSIGN_OR_RETURN(const VersionHandle* handle, Impl::Find(*table, model, version));
   return std::shared_ptr<const LoadedVersion>((*handle)->loaded);
 }
 
 Result<ModelConfig> Engine::FindConfig(const std::string& model) const {
-  std::shared_ptr<const RoutingTable> table = impl_->table.load();
+  std::shared_ptr<const RoutingTable> table = impl_->LoadTable();
   auto it = table->models.find(model);
   if (it == table->models.end()) return NotFound("unknown model '" + model + "'");
   const ModelRoute& route = *it->second;
@@ -347,7 +363,7 @@ Result<ModelConfig> Engine::FindConfig(const std::string& model) const {
 
 std::vector<int64_t> Engine::ReadyVersions(const std::string& model) const {
   std::vector<int64_t> out;
-  std::shared_ptr<const RoutingTable> table = impl_->table.load();
+  std::shared_ptr<const RoutingTable> table = impl_->LoadTable();
   auto it = table->models.find(model);
   if (it == table->models.end()) return out;
   for (const auto& [v, handle] : it->second->serving) out.push_back(v);
@@ -356,7 +372,7 @@ std::vector<int64_t> Engine::ReadyVersions(const std::string& model) const {
 
 bool Engine::Ready() const {
   if (!impl_->options.strict_readiness) return true;
-  std::shared_ptr<const RoutingTable> table = impl_->table.load();
+  std::shared_ptr<const RoutingTable> table = impl_->LoadTable();
   for (const auto& [name, route] : table->models) {
     if (route->failed) return false;
   }
@@ -367,7 +383,7 @@ Multiplexer* Engine::multiplexer() const { return impl_->multiplexer.get(); }
 
 std::vector<ModelState> Engine::States() const {
   std::vector<ModelState> out;
-  std::shared_ptr<const RoutingTable> table = impl_->table.load();
+  std::shared_ptr<const RoutingTable> table = impl_->LoadTable();
   for (const auto& [name, route] : table->models) {
     if (route->serving.empty()) out.push_back({name, 0, false, route->unavailable.message()});
     for (const VersionReport& report : route->versions) {

@@ -52,7 +52,7 @@ struct ServingVersion {
 };
 using VersionHandle = std::shared_ptr<const ServingVersion>;
 
-// What the engine serves of one model and what it reports about it. Published as a whole and read without a lock.
+// What the engine serves of one model and what it reports about it. Published as a whole; immutable once published.
 struct ModelRoute {
   std::shared_ptr<const ModelConfig> config;        // for metadata and config queries; null when none is valid
   std::map<int64_t, VersionHandle> serving;         // the versions that answer requests; version 0 = the highest
@@ -69,7 +69,8 @@ struct RoutingTable {
 
 // The facade that frontends call: it serves the models it is given and runs requests on their instances. The data
 // plane of the live repository: lifecycle/ decides which versions serve and publishes them here (PublishModel);
-// requests read the routing table once, without a lock. Thread-safe. Submit never blocks on inference.
+// requests take the routing table's current snapshot once (a pointer copied under a mutex held for nothing else).
+// Thread-safe. Submit never blocks on inference.
 class Engine {
  public:
   struct Options {

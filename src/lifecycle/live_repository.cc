@@ -715,25 +715,27 @@ void LiveRepository::BeginShutdown() { impl_->inbox->Post(Shutdown{}); }
 
 ModelControlMode LiveRepository::mode() const { return impl_->options.mode; }
 
-void LiveRepository::Load(const std::string& model, std::optional<std::string> config_json, Done done) {
-  if (impl_->options.mode != ModelControlMode::kExplicit) {
-    return done(
-        Unavailable("loading a model on request needs --model-control-mode explicit (this server runs in "
-                    "mode " +
-                    std::string(ModelControlModeName(impl_->options.mode)) + ")"));
+namespace {
+
+// Whether the API may `what` (load or unload) `model` in `mode`: explicit mode only, as in Triton, and a name that
+// names a directory of the repository.
+Status CheckApiCall(ModelControlMode mode, const std::string& what, const std::string& model) {
+  if (mode != ModelControlMode::kExplicit) {
+    return Unavailable(what + " a model on request needs --model-control-mode explicit (this server runs in mode " +
+                       std::string(ModelControlModeName(mode)) + ")");
   }
-  if (Status s = CheckModelName(model); !s.ok()) return done(s);
+  return CheckModelName(model);
+}
+
+}  // namespace
+
+void LiveRepository::Load(const std::string& model, std::optional<std::string> config_json, Done done) {
+  if (Status s = CheckApiCall(impl_->options.mode, "loading", model); !s.ok()) return done(s);
   impl_->inbox->Post(ApiLoad{model, std::move(config_json), std::move(done)});
 }
 
 void LiveRepository::Unload(const std::string& model, Done done) {
-  if (impl_->options.mode != ModelControlMode::kExplicit) {
-    return done(
-        Unavailable("unloading a model on request needs --model-control-mode explicit (this server runs in "
-                    "mode " +
-                    std::string(ModelControlModeName(impl_->options.mode)) + ")"));
-  }
-  if (Status s = CheckModelName(model); !s.ok()) return done(s);
+  if (Status s = CheckApiCall(impl_->options.mode, "unloading", model); !s.ok()) return done(s);
   impl_->inbox->Post(ApiUnload{model, std::move(done)});
 }
 

@@ -10,11 +10,10 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <sstream>
-#include <string>
 
 #include "backends/testing/reference_data.h"
 #include "base/large_buffer.h"
+#include "base/testing/process_maps.h"
 
 namespace weft {
 namespace {
@@ -311,20 +310,6 @@ TEST_F(TorchScriptBackendTest, ExceptionInsideTheModelIsAStatus) {
   EXPECT_THAT(out.status().message(), HasSubstr("too big"));
 }
 
-// Whether `address` lies in a mapping of this process (/proc/self/maps).
-bool Mapped(const void* address) {
-  const auto a = reinterpret_cast<uintptr_t>(address);
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    uintptr_t begin = 0, end = 0;
-    char dash = 0;
-    std::istringstream(line) >> std::hex >> begin >> dash >> end;
-    if (a >= begin && a < end) return true;
-  }
-  return false;
-}
-
 // Making the backend routes torch's large CPU allocations through MapLargeBuffer (given back in slices on free);
 // small ones stay with torch's default allocator, and the raw allocation API works for both.
 TEST(TorchLargeBufferAllocatorTest, LargeTensorsAreMappedOnTheirOwnAndGivenBack) {
@@ -339,9 +324,9 @@ TEST(TorchLargeBufferAllocatorTest, LargeTensorsAreMappedOnTheirOwnAndGivenBack)
     EXPECT_EQ(large.storage().data_ptr().get_deleter(), allocator->raw_deleter());
     EXPECT_EQ(large[0].item<float>(), 1.0f);
     EXPECT_EQ(large[large.numel() - 1].item<float>(), 1.0f);
-    EXPECT_TRUE(Mapped(data));
+    EXPECT_TRUE(MappedInThisProcess(data));
   }
-  EXPECT_FALSE(Mapped(data));
+  EXPECT_FALSE(MappedInThisProcess(data));
 
   torch::Tensor small = torch::ones({16});
   EXPECT_NE(small.storage().data_ptr().get_deleter(), allocator->raw_deleter());

@@ -9,40 +9,42 @@ namespace {
 
 namespace dom = simdjson::dom;
 
-// The body's top-level object, or nullopt for an empty body. A small body: copied into simdjson's padded string.
-Result<std::optional<dom::object>> ParseObject(std::span<const std::byte> body, dom::parser& parser,
-                                               simdjson::padded_string& json) {
+// A body parsed: its top-level object (none for an empty body) and its "parameters" object (none when absent). The
+// objects point into the parser, which is why they travel together.
+struct ParsedBody {
+  dom::parser parser;
+  simdjson::padded_string json;
+  std::optional<dom::object> root;
+  std::optional<dom::object> parameters;
+};
+
+// A small body: copied into simdjson's padded string.
+Status Parse(std::span<const std::byte> body, ParsedBody* out) {
   std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return std::optional<dom::object>();
-  json = simdjson::padded_string(text);
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return Status::Ok();
+  out->json = simdjson::padded_string(text);
   dom::element root;
-  if (auto error = parser.parse(json).get(root)) {
+  if (auto error = out->parser.parse(out->json).get(root)) {
     return InvalidArgument(std::string("malformed JSON: ") + simdjson::error_message(error));
   }
   if (root.type() != dom::element_type::OBJECT) return InvalidArgument("the body must be a JSON object");
-  return std::optional<dom::object>(root.get_object().value_unsafe());
-}
-
-// The "parameters" object of `root`, if any.
-Result<std::optional<dom::object>> Parameters(const std::optional<dom::object>& root) {
-  if (!root) return std::optional<dom::object>();
-  for (dom::key_value_pair field : *root) {
+  out->root = root.get_object().value_unsafe();
+  for (dom::key_value_pair field : *out->root) {
     if (field.key != "parameters") continue;
     if (field.value.type() != dom::element_type::OBJECT) return InvalidArgument("'parameters' must be an object");
-    return std::optional<dom::object>(field.value.get_object().value_unsafe());
+    out->parameters = field.value.get_object().value_unsafe();
   }
-  return std::optional<dom::object>();
+  return Status::Ok();
 }
 
 }  // namespace
 
 Result<RepositoryIndexRequest> DecodeRepositoryIndexRequest(std::span<const std::byte> body) {
-  dom::parser parser;
-  simdjson::padded_string json;
-  WEFT_ASSIGN_OR_RETURN(std::optional<dom::object> root, ParseObject(body, parser, json));
+  ParsedBody parsed;
+  WEFT_RETURN_IF_ERROR(Parse(body, &parsed));
   RepositoryIndexRequest out;
-  if (!root) return out;
-  for (dom::key_value_pair field : *root) {
+  if (!parsed.root) return out;
+  for (dom::key_value_pair field : *parsed.root) {
     if (field.key != "ready") continue;
     if (field.value.get_bool().get(out.ready)) return InvalidArgument("'ready' must be a boolean");
   }
@@ -50,13 +52,11 @@ Result<RepositoryIndexRequest> DecodeRepositoryIndexRequest(std::span<const std:
 }
 
 Result<RepositoryLoadRequest> DecodeRepositoryLoadRequest(std::span<const std::byte> body) {
-  dom::parser parser;
-  simdjson::padded_string json;
-  WEFT_ASSIGN_OR_RETURN(std::optional<dom::object> root, ParseObject(body, parser, json));
-  WEFT_ASSIGN_OR_RETURN(std::optional<dom::object> parameters, Parameters(root));
+  ParsedBody parsed;
+  WEFT_RETURN_IF_ERROR(Parse(body, &parsed));
   RepositoryLoadRequest out;
-  if (!parameters) return out;
-  for (dom::key_value_pair field : *parameters) {
+  if (!parsed.parameters) return out;
+  for (dom::key_value_pair field : *parsed.parameters) {
     const std::string_view key = field.key;
     if (key == "config") {
       std::string_view config;
@@ -75,13 +75,11 @@ Result<RepositoryLoadRequest> DecodeRepositoryLoadRequest(std::span<const std::b
 }
 
 Result<RepositoryUnloadRequest> DecodeRepositoryUnloadRequest(std::span<const std::byte> body) {
-  dom::parser parser;
-  simdjson::padded_string json;
-  WEFT_ASSIGN_OR_RETURN(std::optional<dom::object> root, ParseObject(body, parser, json));
-  WEFT_ASSIGN_OR_RETURN(std::optional<dom::object> parameters, Parameters(root));
+  ParsedBody parsed;
+  WEFT_RETURN_IF_ERROR(Parse(body, &parsed));
   RepositoryUnloadRequest out;
-  if (!parameters) return out;
-  for (dom::key_value_pair field : *parameters) {
+  if (!parsed.parameters) return out;
+  for (dom::key_value_pair field : *parsed.parameters) {
     const std::string_view key = field.key;
     if (key != "unload_dependents") {
       return InvalidArgument("unknown unload parameter '" + std::string(key) + "' (known: unload_dependents)");
