@@ -70,7 +70,8 @@ void AppendValue(const Message& message, const FieldDescriptor* field, int index
   }
 }
 
-// Maps are repeated entry messages in no particular order; sort them so that the output is stable.
+// Maps are repeated entry messages in no particular order; sort them so that the output is stable. The text format
+// lets a key repeat, and reflection then holds every entry while the map holds the last; print what the map holds.
 void AppendMap(const Message& message, const FieldDescriptor* field, std::string* out) {
   const Reflection* r = message.GetReflection();
   const FieldDescriptor* key_field = field->message_type()->map_key();
@@ -103,14 +104,20 @@ void AppendMap(const Message& message, const FieldDescriptor* field, std::string
     }
     entries.push_back(std::move(e));
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+  const auto same_key = [](const Entry& a, const Entry& b) {
+    return a.signed_key == b.signed_key && a.unsigned_key == b.unsigned_key && a.key == b.key;
+  };
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     if (a.signed_key != b.signed_key) return a.signed_key < b.signed_key;
     if (a.unsigned_key != b.unsigned_key) return a.unsigned_key < b.unsigned_key;
     return a.key < b.key;
   });
   out->push_back('{');
+  bool first = true;
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (i > 0) out->push_back(',');
+    if (i + 1 < entries.size() && same_key(entries[i], entries[i + 1])) continue;
+    if (!first) out->push_back(',');
+    first = false;
     AppendJsonString(out, entries[i].key);
     out->push_back(':');
     AppendValue(*entries[i].entry, value_field, -1, out);

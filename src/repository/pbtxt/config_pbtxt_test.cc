@@ -21,6 +21,7 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 constexpr char kSource[] = "models/m/config.pbtxt";
+constexpr char kJsonSource[] = "parameters.config";
 
 // Every field weft reads, in Triton's syntax (both list styles, comments, nested messages).
 constexpr char kFullConfig[] = R"cfg(
@@ -390,6 +391,25 @@ TEST(ConfigPbtxtTest, JsonEscapesStrings) {
   EXPECT_THAT(parsed->json, HasSubstr(R"("k":{"string_value":"a\"b\\c\nd\u0001"})"));
 }
 
+// Found by the config_pbtxt fuzzer: a repeated map key printed twice, and JSON refuses a repeated key.
+TEST(ConfigPbtxtTest, JsonPrintsARepeatedMapKeyOnceWithTheValueThatCounts) {
+  auto parsed = ParseModelConfigText(R"cfg(
+    name: "m"
+    input { name: "x" data_type: TYPE_FP32 dims: [1] }
+    output { name: "y" data_type: TYPE_FP32 dims: [1] }
+    parameters { key: "k" }
+    parameters { key: "k" value { string_value: "second" } }
+    parameters { key: "a" value { string_value: "1" } }
+  )cfg",
+                                     kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->parameters.at("k"), "second");
+  EXPECT_THAT(parsed->json, HasSubstr(R"("parameters":{"a":{"string_value":"1"},"k":{"string_value":"second"}})"));
+  auto again = ParseModelConfigJson(parsed->json, kJsonSource, "");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->parameters, parsed->parameters);
+}
+
 class ConfigFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -589,8 +609,6 @@ TEST(WarmupConfigTest, ErrorsNameTheFileTheSampleAndTheInput) {
 }
 
 // ---- A config given as JSON (the repository API's load override) ----
-
-constexpr char kJsonSource[] = "parameters.config";
 
 // Every config the example repository ships, rendered as the config endpoint renders it, loads back as the same
 // ModelConfig (its `json` included).
