@@ -14,6 +14,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kAborted: return "ABORTED";
     case StatusCode::kUnimplemented: return "UNIMPLEMENTED";
     case StatusCode::kInternal: return "INTERNAL";
+    case StatusCode::kOutOfMemory: return "OUT_OF_MEMORY";
   }
   return "UNKNOWN";
 }
@@ -36,7 +37,15 @@ std::string Status::ToString() const {
 
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
-  return Status(code(), std::string(context) + ": " + message());
+  Status out(code(), std::string(context) + ": " + message());
+  return out.WithRetryAfter(retry_after());
+}
+
+Status Status::WithRetryAfter(std::chrono::milliseconds after) const {
+  if (ok()) return *this;
+  Status out;
+  out.state_ = std::make_shared<const State>(State{code(), message(), after});
+  return out;
 }
 
 }  // namespace weft

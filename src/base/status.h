@@ -1,5 +1,7 @@
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,7 +22,11 @@ enum class StatusCode : uint8_t {
   kAborted,            // replaced by a newer request (latest frame wins)
   kUnimplemented,      // a valid request for a feature this server lacks
   kInternal,           // a broken invariant or a runtime fault; a bug or an environment problem
+  kOutOfMemory,        // a model's execution could not allocate (device or host memory); the server's fault
 };
+
+// The last code: arrays indexed by code have kStatusCodeCount entries.
+inline constexpr size_t kStatusCodeCount = static_cast<size_t>(StatusCode::kOutOfMemory) + 1;
 
 std::string_view StatusCodeName(StatusCode code);
 
@@ -40,10 +46,16 @@ class [[nodiscard]] Status {
   // Returns a copy whose message is "context: message"; an ok status stays ok.
   Status WithContext(std::string_view context) const;
 
+  // When a retry is likely to succeed (a breaker that closes again, a queue that drains): frontends send it as
+  // Retry-After. Zero when the error says nothing about it. An ok status stays ok.
+  Status WithRetryAfter(std::chrono::milliseconds after) const;
+  std::chrono::milliseconds retry_after() const { return state_ ? state_->retry_after : std::chrono::milliseconds(0); }
+
  private:
   struct State {
     StatusCode code;
     std::string message;
+    std::chrono::milliseconds retry_after{0};
   };
   std::shared_ptr<const State> state_;
 };
@@ -57,6 +69,7 @@ inline Status Cancelled(std::string m) { return Status(StatusCode::kCancelled, s
 inline Status Aborted(std::string m) { return Status(StatusCode::kAborted, std::move(m)); }
 inline Status Unimplemented(std::string m) { return Status(StatusCode::kUnimplemented, std::move(m)); }
 inline Status Internal(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
+inline Status OutOfMemory(std::string m) { return Status(StatusCode::kOutOfMemory, std::move(m)); }
 
 }  // namespace weft
 

@@ -33,6 +33,17 @@ TEST(StatusTest, ErrorCarriesCodeAndMessage) {
   EXPECT_TRUE(Status().WithContext("ignored").ok());
 }
 
+TEST(StatusTest, RetryAfterTravelsWithContext) {
+  using std::chrono::milliseconds;
+  Status s = Unavailable("breaker open").WithRetryAfter(milliseconds(2500));
+  EXPECT_EQ(s.retry_after(), milliseconds(2500));
+  EXPECT_EQ(s.WithContext("model 'm'").retry_after(), milliseconds(2500));
+  EXPECT_EQ(s.WithContext("model 'm'").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(Unavailable("x").retry_after(), milliseconds(0));
+  EXPECT_TRUE(Status().WithRetryAfter(milliseconds(1)).ok());
+  EXPECT_EQ(OutOfMemory("cuda").ToString(), "OUT_OF_MEMORY: cuda");
+}
+
 TEST(ResultTest, PropagatesErrors) {
   EXPECT_EQ(*Twice(3), 6);
   auto r = Twice(-1);

@@ -9,6 +9,8 @@
 #include "base/log.h"
 #include "base/thread_priority.h"
 #include "engine/request_validation.h"
+#include "engine/version_guard.h"
+#include "model/resilience_config.h"
 #include "scheduler/scheduler.h"
 
 namespace weft {
@@ -61,7 +63,27 @@ struct VersionRegistry {
 struct ServingVersion::Parts {
   std::vector<std::unique_ptr<LaneExecutor>> executors;  // used by the scheduler, so destroyed after it
   std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<VersionGuard> guard;       // its circuit breaker
+  std::vector<std::string> fallback_models;  // weft.fallback_models: who answers when this version cannot
 };
+
+namespace {
+
+// A request on its way through its primary's fallback chain. Shared by the callbacks of its attempts, one at a time.
+struct FallbackPlan {
+  std::vector<std::string> chain;  // the primary's weft.fallback_models
+  size_t next = 0;                 // the next one to try
+  std::string primary_model;       // the model that should have answered
+  std::string primary;             // "det/2": the version that should have answered
+  std::string reason;              // why it did not: "circuit_open" or "server_error"
+  Status cause;                    // its error, for the answer when no fallback can give one
+  Counter* answers = nullptr;      // weft_fallback_answers_total of the fallback being tried
+  // The request as the client sent it, kept while an attempt runs for the next fallback should it fail.
+  std::unique_ptr<InferenceRequest> spare;
+  bool Exhausted() const { return next >= chain.size(); }
+};
+
+}  // namespace
 
 ServingVersion::ServingVersion() = default;
 ServingVersion::~ServingVersion() {
@@ -165,6 +187,92 @@ struct Engine::Impl {
     if (it == registry->copies.end() || --it->second > 0) return;
     registry->copies.erase(it);
     VersionMetrics::Remove(metrics, key.first, key.second);
+    VersionGuard::RemoveSeries(metrics, key.first, key.second);
+  }
+
+  // Runs `request` on `version` when its breaker admits it. With a plan, a refusal or a server fault moves the
+  // request on to the next fallback; a fallback that answers says so in the response's parameters.
+  void Attempt(VersionHandle version, std::unique_ptr<InferenceRequest> request, InferenceCallback on_done,
+               std::shared_ptr<FallbackPlan> plan) {
+    ServingVersion::Parts& parts = *version->parts;
+    Scheduler& scheduler = *parts.scheduler;
+    const bool fallback = plan && plan->next > 0;
+    VersionGuard::Admission admission = parts.guard->Admit(std::chrono::steady_clock::now());
+    if (!admission.refused.ok()) {
+      if (plan && !fallback) {
+        plan->reason = "circuit_open";
+        plan->cause = admission.refused;
+      }
+      if (plan) return FallBack(std::move(request), std::move(on_done), std::move(plan));
+      Complete(scheduler.metrics(), *request, on_done, admission.refused);
+      return;
+    }
+    auto inputs = PrepareInputs(scheduler.config(), *request);
+    if (!inputs.ok()) {
+      parts.guard->Record(Status(), admission.probe, std::chrono::steady_clock::now());
+      // The primary's own check is the client's error. A fallback checks what its primary accepted: its config
+      // changed since, and it cannot answer this one.
+      if (fallback) return FallBack(std::move(request), std::move(on_done), std::move(plan));
+      Complete(scheduler.metrics(), *request, on_done, inputs.status());
+      return;
+    }
+    // What the next fallback will need, should this attempt fail: the request as the client sent it.
+    if (plan && !plan->Exhausted()) plan->spare = std::make_unique<InferenceRequest>(*request);
+    // The answer holds a handle of its own; `version` stays held until this returns, because the request may be
+    // answered (and its handle dropped, the version's last) before the scheduler is done with Submit.
+    scheduler.Submit({.request = std::move(request),
+                      .inputs = std::move(inputs).value(),
+                      .on_done = [this, version, probe = admission.probe, plan,
+                                  on_done = std::move(on_done)](Result<InferenceResponse> result) mutable {
+                        version->parts->guard->Record(result.status(), probe, std::chrono::steady_clock::now());
+                        if (plan && ClassifyForBreaker(result.status()) == CallOutcome::kFailure) {
+                          if (plan->next == 0) {
+                            plan->reason = "server_error";
+                            plan->cause = result.status();
+                          }
+                          if (plan->spare) {
+                            std::unique_ptr<InferenceRequest> request = std::move(plan->spare);
+                            return FallBack(std::move(request), std::move(on_done), std::move(plan));
+                          }
+                          return on_done(NoFallbackLeft(*plan));
+                        }
+                        if (result.ok() && plan && plan->next > 0) {
+                          result->parameters["weft_fallback_from"] = plan->primary;
+                          result->parameters["weft_fallback_reason"] = plan->reason;
+                          plan->answers->Increment();
+                        }
+                        on_done(std::move(result));
+                      }});
+  }
+
+  // Moves `request` to the first fallback left in the plan that serves; none left: the primary's error, as 503.
+  void FallBack(std::unique_ptr<InferenceRequest> request, InferenceCallback on_done,
+                std::shared_ptr<FallbackPlan> plan) {
+    std::shared_ptr<const RoutingTable> table = LoadTable();
+    while (!plan->Exhausted()) {
+      const std::string& name = plan->chain[plan->next++];
+      auto found = Find(*table, name, 0);
+      if (!found.ok()) continue;
+      VersionHandle version = **found;
+      request->model_name = name;
+      request->model_version = 0;
+      plan->answers = metrics->GetCounter(
+          "weft_fallback_answers_total", "Requests a fallback model answered for the model that should have.",
+          {{"model", plan->primary_model}, {"fallback", name}, {"reason", plan->reason}});
+      table.reset();
+      return Attempt(std::move(version), std::move(request), std::move(on_done), std::move(plan));
+    }
+    on_done(NoFallbackLeft(*plan));
+  }
+
+  // The answer when neither the primary nor a fallback could give one: 503, retry later (when the primary's breaker
+  // said how long it stays open, that long).
+  static Status NoFallbackLeft(const FallbackPlan& plan) {
+    const std::chrono::milliseconds after =
+        plan.cause.retry_after().count() > 0 ? plan.cause.retry_after() : std::chrono::milliseconds(1000);
+    return Unavailable("model '" + plan.primary + "' could not answer (" + plan.cause.ToString() +
+                       ") and no fallback could either (" + std::to_string(plan.chain.size()) + " tried)")
+        .WithRetryAfter(after);
   }
 
   void Publish(const std::function<void(RoutingTable&)>& change) {
@@ -290,6 +398,9 @@ Result<VersionHandle> Engine::StartCopy(std::shared_ptr<LoadedVersion> loaded, s
   };
   WEFT_ASSIGN_OR_RETURN(parts.scheduler,
                         Scheduler::Create(config, std::move(instances), std::move(scheduler_options), impl_->metrics));
+  WEFT_ASSIGN_OR_RETURN(ResilienceConfig resilience, ParseResilienceConfig(config));
+  parts.guard = std::make_unique<VersionGuard>(config.name, loaded->version, resilience.breaker, impl_->metrics);
+  parts.fallback_models = std::move(resilience.fallback_models);
 
   // The handle does not own the version: its deleter hands it to the unload thread, so that the thread that drops
   // the last handle (an answer's, on a completion thread) never joins the threads of the version it runs on.
@@ -328,19 +439,14 @@ void Engine::Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback
   }
   VersionHandle version = **found;
   table.reset();
-  Scheduler& scheduler = *version->parts->scheduler;
-  auto inputs = PrepareInputs(scheduler.config(), *request);
-  if (!inputs.ok()) {
-    Complete(scheduler.metrics(), *request, on_done, inputs.status());
-    return;
+  std::shared_ptr<FallbackPlan> plan;
+  if (!version->parts->fallback_models.empty()) {
+    plan = std::make_shared<FallbackPlan>();
+    plan->chain = version->parts->fallback_models;
+    plan->primary_model = version->config().name;
+    plan->primary = version->config().name + "/" + std::to_string(version->version());
   }
-  // The answer holds a handle of its own; `version` stays held until Submit returns, because the request may be
-  // answered (and its handle dropped, the version's last) before Submit is done with the scheduler.
-  scheduler.Submit({.request = std::move(request),
-                    .inputs = std::move(inputs).value(),
-                    .on_done = [version, on_done = std::move(on_done)](Result<InferenceResponse> result) {
-                      on_done(std::move(result));
-                    }});
+  impl_->Attempt(std::move(version), std::move(request), std::move(on_done), std::move(plan));
 }
 
 Result<std::shared_ptr<const LoadedVersion>> Engine::FindVersion(const std::string& model, int64_t version) const {

@@ -22,7 +22,9 @@
 #include "lifecycle/repository_watcher.h"
 #include "lifecycle/version_loader.h"
 #include "lifecycle/version_plan.h"
+#include "model/resilience_config.h"
 #include "repository/repository_scan.h"
+#include "resilience/fallback_compat.h"
 
 namespace weft {
 namespace fs = std::filesystem;
@@ -213,6 +215,26 @@ struct LiveRepository::Impl {
     Result<std::shared_ptr<const Backend>> backend = options.backends->Find(*config);
     if (!backend.ok()) return backend.status().WithContext(source_name);
     WEFT_RETURN_IF_ERROR((*backend)->Validate(*config).WithContext(source_name));
+    WEFT_ASSIGN_OR_RETURN(ResilienceConfig resilience, ParseResilienceConfig(*config));
+    for (const std::string& fallback : resilience.fallback_models) {
+      Result<ModelConfig> other = FallbackConfig(fallback);
+      if (!other.ok()) return other.status().WithContext(source_name + ": weft.fallback_models");
+      WEFT_RETURN_IF_ERROR(CheckFallbackCompatible(*config, *other).WithContext(source_name));
+    }
+    return config;
+  }
+
+  // A fallback's config, to check a model's against: the one it serves with, or else its repository's.
+  Result<ModelConfig> FallbackConfig(const std::string& name) {
+    auto known = models.find(name);
+    if (known != models.end() && known->second.config) return *known->second.config;
+    ModelDirScan scan = ScanModelDir(options.root, name);
+    if (!scan.exists) return NotFound("fallback '" + name + "' is not in the repository");
+    if (!scan.config_error.ok()) return scan.config_error;
+    if (!scan.config) return NotFound("fallback '" + name + "' has no config.pbtxt");
+    Result<ModelConfig> config = options.parse_config(*scan.config, name + "/config.pbtxt", name);
+    if (!config.ok()) return WithoutRoot(config.status(), root);
+    if (config->name.empty()) config->name = name;
     return config;
   }
 

@@ -27,7 +27,8 @@ using namespace std::chrono_literals;
 
 // Configs in a small format of this test's own, "key value" per line, so that the test needs no protobuf (whose
 // prebuilt library and TSan disagree on the layout of its classes): `builtin affine|sleep`, `batch_delay_us N`
-// (sleep), `queue_delay_us N` (a config edit that changes nothing else), `policy all`, `max_batch_size N`. Anything
+// (sleep), `queue_delay_us N` (a config edit that changes nothing else), `policy all`, `max_batch_size N`,
+// `fallback NAME` (weft.fallback_models), `dims N` (of the input and the output). Anything
 // else is a config error naming the source, as the real parser's errors do.
 // The builtin `affine` model: OUTPUT0 = scale * INPUT0 + offset, scale and offset read from its version's model.txt.
 // With scale 1 and input 1, the output names the version's files: offset k answers 1 + k.
@@ -52,6 +53,10 @@ Result<ModelConfig> ParseTestConfig(std::string_view text, const std::string& so
       config.version_policy.kind = VersionPolicyConfig::Kind::kAll;
     } else if (key == "max_batch_size" && numeric) {
       config.max_batch_size = number;
+    } else if (key == "fallback") {
+      config.parameters["weft.fallback_models"] = value;
+    } else if (key == "dims" && numeric) {
+      config.inputs[0].dims = config.outputs[0].dims = {number};
     } else {
       return InvalidArgument(source + ": unknown setting '" + key + "'");
     }
@@ -183,6 +188,27 @@ TEST_F(LiveRepositoryTest, ModeNoneLoadsEverythingOnceAndRefusesTheApi) {
   EXPECT_EQ(Load("m").code(), StatusCode::kUnavailable);
   EXPECT_THAT(Load("m").message(), HasSubstr("--model-control-mode explicit"));
   EXPECT_EQ(Unload("m").code(), StatusCode::kUnavailable);
+}
+
+// weft.fallback_models is checked at load: a fallback that cannot take every request of its primary, or that the
+// repository lacks, refuses the primary's config.
+TEST_F(LiveRepositoryTest, AFallbackMustTakeWhatItsPrimaryTakes) {
+  Write("det/config.pbtxt", AffineConfig("det", "fallback small\n"));
+  WriteVersion("det", 1, 10);
+  Write("small/config.pbtxt", AffineConfig("small"));
+  WriteVersion("small", 1, 100);
+  Write("narrow/config.pbtxt", AffineConfig("narrow", "dims 3\n"));
+  WriteVersion("narrow", 1, 100);
+  Write("bad/config.pbtxt", AffineConfig("bad", "fallback narrow\n"));
+  WriteVersion("bad", 1, 10);
+  Write("lost/config.pbtxt", AffineConfig("lost", "fallback nowhere\n"));
+  WriteVersion("lost", 1, 10);
+  Start(ModelControlMode::kNone);
+  EXPECT_TRUE(Infer("det").status.ok());
+  EXPECT_EQ(Entry("bad", 0).state, "UNAVAILABLE");
+  EXPECT_THAT(Entry("bad", 0).reason, HasSubstr("fallback 'narrow' is not compatible with 'bad'"));
+  EXPECT_EQ(Entry("lost", 0).state, "UNAVAILABLE");
+  EXPECT_THAT(Entry("lost", 0).reason, HasSubstr("fallback 'nowhere' is not in the repository"));
 }
 
 TEST_F(LiveRepositoryTest, WatchModeSwapsInANewVersionAndUnloadsTheOld) {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/checked_math.h"
+#include "model/resilience_config.h"
 
 namespace weft {
 
@@ -282,6 +283,9 @@ Status ValidateModelConfig(const ModelConfig& config) {
     }
   }
   WEFT_RETURN_IF_ERROR(ValidateWarmup(config));
+  // The weft.breaker.* and weft.fallback_models parameters: a bad value refuses the config here, at load, rather
+  // than leaving a default in place.
+  WEFT_RETURN_IF_ERROR(ParseResilienceConfig(config).status());
   return Status::Ok();
 }
 

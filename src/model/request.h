@@ -73,10 +73,13 @@ struct InferenceRequest {
 };
 
 struct InferenceResponse {
-  std::string model_name;
+  std::string model_name;  // the model that answered: a fallback's name when a fallback did
   int64_t model_version = 0;
   std::string id;
   std::vector<Tensor> outputs;
+  // Sent as the response's "parameters" (both protocols), as strings: "weft_fallback_from" names the model and
+  // version that should have answered when a fallback did, "weft_fallback_reason" why.
+  std::map<std::string, std::string> parameters;
 };
 
 // Fires exactly once per submitted request, with a response or an error. May run on any thread; must not block.

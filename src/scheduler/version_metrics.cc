@@ -14,6 +14,7 @@ std::string_view FailureReason(StatusCode code) {
     case StatusCode::kCancelled: return "cancelled";
     case StatusCode::kAborted: return "superseded";
     case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kOutOfMemory: return "out_of_memory";
     default: return "backend";
   }
 }
@@ -58,7 +59,7 @@ void VersionMetrics::Remove(MetricsRegistry* registry, const std::string& model,
   for (uint32_t level = 1; level <= ConfigLimits::kMaxPriorityLevels; ++level) {
     registry->Remove("weft_queue_depth", {{"model", model}, {"version", v}, {"level", std::to_string(level)}});
   }
-  for (size_t c = 0; c <= static_cast<size_t>(StatusCode::kInternal); ++c) {
+  for (size_t c = 0; c < kStatusCodeCount; ++c) {
     registry->Remove(
         "weft_inference_request_failure_total",
         {{"model", model}, {"version", v}, {"reason", std::string(FailureReason(static_cast<StatusCode>(c)))}});

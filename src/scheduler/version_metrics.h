@@ -34,7 +34,7 @@ struct VersionMetrics {
   Counter* FailureCounter(StatusCode code) const { return failures_[static_cast<size_t>(code)]; }
 
  private:
-  std::array<Counter*, static_cast<size_t>(StatusCode::kInternal) + 1> failures_{};
+  std::array<Counter*, kStatusCodeCount> failures_{};
 };
 
 // The label value for a failure's reason in weft_inference_request_failure_total: "rejected" (a full queue or

@@ -15,13 +15,14 @@
 #include <thread>
 #include <type_traits>
 
+#include "backends/builtin/fault_model.h"
 #include "backends/builtin/stateful_models.h"
 #include "backends/common/model_checks.h"
 
 namespace weft {
 namespace {
 
-enum class BuiltinModel { kIdentity, kAddSub, kSleep, kCounter, kGpuSpin, kAffine };
+enum class BuiltinModel { kIdentity, kAddSub, kSleep, kCounter, kGpuSpin, kAffine, kFault };
 
 Result<BuiltinModel> ModelOf(const ModelConfig& config) {
   std::string name = config.Parameter("builtin");
@@ -31,7 +32,8 @@ Result<BuiltinModel> ModelOf(const ModelConfig& config) {
   if (name == "counter") return BuiltinModel::kCounter;
   if (name == "gpu_spin") return BuiltinModel::kGpuSpin;
   if (name == "affine") return BuiltinModel::kAffine;
-  constexpr char kKnown[] = "identity, add_sub, sleep, counter, gpu_spin or affine";
+  if (name == "fault") return BuiltinModel::kFault;
+  constexpr char kKnown[] = "identity, add_sub, sleep, counter, gpu_spin, affine or fault";
   if (name.empty()) return InvalidArgument(std::string("parameters 'builtin': missing; expected ") + kKnown);
   return InvalidArgument(std::string("parameters 'builtin': expected ") + kKnown + ", got '" + name + "'");
 }
@@ -339,6 +341,7 @@ class BuiltinBackend : public Backend {
       case BuiltinModel::kCounter: return ValidateCounter(config);
       case BuiltinModel::kGpuSpin: return ValidateGpuSpin(config);
       case BuiltinModel::kAffine: return ValidateAffine(config);
+      case BuiltinModel::kFault: return ValidateFault(config);
     }
     return Internal("unreachable");
   }
@@ -374,6 +377,7 @@ class BuiltinBackend : public Backend {
         instance = std::make_unique<AffineInstance>(config, parameters);
         break;
       }
+      case BuiltinModel::kFault: return MakeFaultInstance(config, index);
     }
     return instance;
   }

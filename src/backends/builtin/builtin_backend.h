@@ -18,6 +18,8 @@ namespace weft {
 //   affine    one input and one output, TYPE_FP32, same dims -> OUTPUT = scale * INPUT + offset, where "scale offset"
 //             are the two numbers of the version's model file (default_model_filename, else model.txt; at most
 //             4 KiB): tests of reloads tell versions apart by their outputs, without a framework.
+//   fault     identity with injected faults (failures, delays, hangs, out of memory, crashed instances), for
+//             drills of breakers and fallbacks; described in fault_model.h.
 // Only affine reads a model file (CreateInstance: NotFound when it is missing); the others need none. Thread-safe.
 std::shared_ptr<const Backend> MakeBuiltinBackend();
 

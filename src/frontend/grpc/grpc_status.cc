@@ -17,6 +17,7 @@ grpc::StatusCode GrpcCodeFor(StatusCode code) {
     case StatusCode::kAborted: return grpc::StatusCode::ABORTED;
     case StatusCode::kUnimplemented: return grpc::StatusCode::UNIMPLEMENTED;
     case StatusCode::kInternal: return grpc::StatusCode::INTERNAL;
+    case StatusCode::kOutOfMemory: return grpc::StatusCode::RESOURCE_EXHAUSTED;
   }
   return grpc::StatusCode::INTERNAL;
 }

@@ -334,6 +334,7 @@ Status EncodeModelInferResponse(const InferenceResponse& response, const std::ve
   out->set_model_name(response.model_name);
   out->set_model_version(std::to_string(response.model_version));
   out->set_id(response.id);
+  for (const auto& [key, value] : response.parameters) (*out->mutable_parameters())[key].set_string_param(value);
   for (const Tensor* t : outputs) {
     if (t->place().kind == MemoryKind::kGpu) {
       return Internal("output " + Quoted(t->name()) + " is in GPU memory; the backend must return host memory");

@@ -327,6 +327,16 @@ TEST(InferMessageTest, SharedMemoryInputsAndOutputs) {
   EXPECT_EQ(overflow.status().code(), StatusCode::kInvalidArgument) << overflow.status().ToString();
 }
 
+TEST(InferMessageTest, ResponseParametersAreStringParameters) {
+  InferenceResponse response{.model_name = "det_small", .model_version = 1};
+  response.parameters["weft_fallback_from"] = "det/2";
+  response.outputs.push_back(Tensor::FromBytes("a", DataType::kInt32, {1}, std::vector<std::byte>(4)));
+  ModelInferResponse encoded;
+  ASSERT_TRUE(EncodeModelInferResponse(response, {}, {}, {}, &encoded).ok());
+  ASSERT_EQ(encoded.parameters().count("weft_fallback_from"), 1u);
+  EXPECT_EQ(encoded.parameters().at("weft_fallback_from").string_param(), "det/2");
+}
+
 TEST(InferMessageTest, EncodesEveryOutputInOrderOrTheRequestedOnes) {
   InferenceResponse response{.model_name = "m", .model_version = 2, .id = "abc"};
   response.outputs.push_back(Tensor::FromBytes("a", DataType::kFp16, {1, 2}, std::vector<std::byte>(4)));
@@ -337,6 +347,7 @@ TEST(InferMessageTest, EncodesEveryOutputInOrderOrTheRequestedOnes) {
   EXPECT_EQ(all.model_name(), "m");
   EXPECT_EQ(all.model_version(), "2");
   EXPECT_EQ(all.id(), "abc");
+  EXPECT_TRUE(all.parameters().empty());
   ASSERT_EQ(all.outputs_size(), 2);
   EXPECT_EQ(all.outputs(0).datatype(), "FP16");
   EXPECT_EQ(std::vector<int64_t>(all.outputs(0).shape().begin(), all.outputs(0).shape().end()),

@@ -74,7 +74,7 @@ void AddVersionStatistics(MetricsRegistry* metrics, const std::string& model, in
   stats->set_execution_count(static_cast<uint64_t>(m.execution_count->value()));
   auto* infer = stats->mutable_inference_stats();
   uint64_t failures = 0;
-  for (int c = static_cast<int>(StatusCode::kInvalidArgument); c <= static_cast<int>(StatusCode::kInternal); ++c) {
+  for (int c = static_cast<int>(StatusCode::kInvalidArgument); c < static_cast<int>(kStatusCodeCount); ++c) {
     failures += static_cast<uint64_t>(m.FailureCounter(static_cast<StatusCode>(c))->value());
   }
   // The request-duration histogram mixes successes and failures, so neither gets a duration of its own.

@@ -36,7 +36,7 @@ class GrpcRequestCounters {
 
  private:
   static constexpr size_t kEndpoints = static_cast<size_t>(GrpcEndpoint::kUnimplemented) + 1;
-  static constexpr size_t kCodes = static_cast<size_t>(StatusCode::kInternal) + 1;
+  static constexpr size_t kCodes = kStatusCodeCount;
 
   MetricsRegistry* const metrics_;
   std::array<std::array<std::atomic<Counter*>, kCodes>, kEndpoints> counters_{};

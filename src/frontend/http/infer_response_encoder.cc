@@ -170,6 +170,15 @@ Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& respon
     json.Key("id");
     json.String(response.id);
   }
+  if (!response.parameters.empty()) {
+    json.Key("parameters");
+    json.BeginObject();
+    for (const auto& [key, value] : response.parameters) {
+      json.Key(key);
+      json.String(value);
+    }
+    json.EndObject();
+  }
   json.Key("outputs");
   json.BeginArray();
   for (const Tensor* t : outputs) {

@@ -68,6 +68,16 @@ TEST(InferResponseEncoderTest, EveryDatatypeAsJson) {
                            R"({"name":"s","datatype":"BYTES","shape":[2],"data":["a\"b",""]}]})");
 }
 
+TEST(InferResponseEncoderTest, ResponseParametersAreAnObjectOfStrings) {
+  InferenceResponse response = Response({Make<int32_t>("y", DataType::kInt32, {1}, {5})});
+  response.parameters = {{"weft_fallback_from", "det/2"}, {"weft_fallback_reason", "circuit_open"}};
+  auto encoded = EncodeInferResponse(response, OutputFormat());
+  ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
+  EXPECT_EQ(encoded->json, R"({"model_name":"m","model_version":"3","parameters":)"
+                           R"({"weft_fallback_from":"det/2","weft_fallback_reason":"circuit_open"},"outputs":[)"
+                           R"({"name":"y","datatype":"INT32","shape":[1],"data":[5]}]})");
+}
+
 TEST(InferResponseEncoderTest, RequestedSubsetInRequestOrderWithBinaryOutputs) {
   InferenceResponse response = Response({Make<float>("a", DataType::kFp32, {1}, {1.0f}),
                                          Make<float>("b", DataType::kFp32, {2}, {2.0f, 3.0f}), Strings("c", {"xyz"})});

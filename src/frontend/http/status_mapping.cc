@@ -17,6 +17,8 @@ unsigned HttpStatusFor(StatusCode code) {
     case StatusCode::kAborted: return 409;
     case StatusCode::kUnimplemented: return 501;
     case StatusCode::kInternal: return 500;
+    // Not the client's fault, and the same request may well fit a moment later (or in a smaller batch).
+    case StatusCode::kOutOfMemory: return 503;
   }
   return 500;
 }
@@ -36,8 +38,14 @@ HttpResponse ErrorResponse(unsigned http_status, std::string_view message) {
 
 HttpResponse ErrorResponse(const Status& status) {
   HttpResponse response = ErrorResponse(HttpStatusFor(status.code()), status.message());
-  // Backpressure: the queue was full now, and a client that waits a moment will likely get in.
-  if (status.code() == StatusCode::kResourceExhausted) response.headers.emplace_back("Retry-After", "1");
+  // Backpressure: the queue was full now, and a client that waits a moment will likely get in. An open breaker
+  // says how long it stays open. Retry-After counts whole seconds, rounded up.
+  const int64_t after_ms = status.retry_after().count();
+  if (after_ms > 0) {
+    response.headers.emplace_back("Retry-After", std::to_string((after_ms + 999) / 1000));
+  } else if (status.code() == StatusCode::kResourceExhausted) {
+    response.headers.emplace_back("Retry-After", "1");
+  }
   return response;
 }
 
