@@ -22,6 +22,13 @@ grpc::StatusCode GrpcCodeFor(StatusCode code) {
   return grpc::StatusCode::INTERNAL;
 }
 
+void AddRetryAfter(const Status& status, grpc::ServerContextBase* context) {
+  const int64_t after_ms = status.retry_after().count();
+  if (after_ms <= 0) return;
+  context->AddTrailingMetadata("retry-after", std::to_string((after_ms + 999) / 1000));
+  context->AddTrailingMetadata("grpc-retry-pushback-ms", std::to_string(after_ms));
+}
+
 grpc::Status ToGrpcStatus(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
   // The message travels in the grpc-message trailer, percent-encoded (up to three bytes per byte), and clients

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/status.h>
 
 #include <string_view>
@@ -17,6 +18,10 @@ inline constexpr size_t kMaxGrpcMessageBytes = 1024;
 // The status a call finishes with: the mapped code and the message, at most kMaxGrpcMessageBytes (empty and OK for
 // an ok status).
 grpc::Status ToGrpcStatus(const Status& status);
+
+// When `status` says when to retry (an open circuit breaker): trailing metadata "retry-after" (whole seconds, as
+// HTTP's header) and "grpc-retry-pushback-ms" (which gRPC clients with a retry policy obey). Before Finish.
+void AddRetryAfter(const Status& status, grpc::ServerContextBase* context);
 
 // The canonical name of a gRPC code ("OK", "INVALID_ARGUMENT", ...), for metric labels.
 std::string_view GrpcCodeName(grpc::StatusCode code);

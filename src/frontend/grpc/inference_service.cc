@@ -75,6 +75,7 @@ GrpcInferenceService::Reactor* GrpcInferenceService::Answer(Context* context, Gr
                                                             const Status& status) {
   services_.counters->Count(endpoint, status.code());
   Reactor* reactor = context->DefaultReactor();
+  AddRetryAfter(status, context);
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
@@ -163,13 +164,14 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ModelInfer(Context* c, cons
       request->requested_outputs, std::move(decoded->shared_memory_outputs), std::move(decoded->shared_memory_inputs)});
   const InferServices* services = &services_;
   services_.engine->Submit(
-      std::move(request), [services, reactor, response, pending](Result<InferenceResponse> result) {
-        EncodeSoonAfter(*services, result, [services, reactor, response, pending, result] {
+      std::move(request), [services, c, reactor, response, pending](Result<InferenceResponse> result) {
+        EncodeSoonAfter(*services, result, [services, c, reactor, response, pending, result] {
           Status status = result.ok()
                               ? EncodeModelInferResponse(*result, pending->requested, pending->shared_memory_outputs,
                                                          pending->shared_memory_inputs, response)
                               : result.status();
           services->counters->Count(GrpcEndpoint::kInfer, status.code());
+          AddRetryAfter(status, c);
           reactor->Finish(ToGrpcStatus(status));
         });
       });
