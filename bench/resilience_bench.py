@@ -1,0 +1,239 @@
+"""The chaos benchmark of circuit breakers and fallback models (bench/resilience_bench.sh runs it).
+
+  A. Steady open-loop load (`weft bench`, HTTP JSON) on "det", the builtin fault model failing 5%, 50% and 100% of
+     its executions, in three setups: no breaker and no fallback (weft.breaker.enabled false), a breaker (the
+     defaults), a breaker and a fallback (weft.fallback_models: det_small, a cheaper identity model). For each:
+     the error rate the clients see, goodput (answers with outputs per second), p99 of those answers, how often
+     the breaker opened and how many answers the fallback gave.
+  B. A timeline: one client sends to "det" (breaker and fallback) while det is healthy, then failing every request
+     (a per-request FAULT_RATE of 1), then healthy again. Measured: from the first failing request to the first
+     answer turned away by the open breaker; from healing to the first answer from det again (the breaker half-
+     opens when its open period ends and its probes succeed). Run with the default periods and short ones.
+
+Each setup runs on a fresh `weft serve` (fresh breakers). Prints the report, or one JSON object with --json.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+WEFT = os.environ.get("WEFT_BINARY", os.path.join(ROOT, "build", "release", "src", "app", "weft"))
+
+
+def config(name, builtin, inputs, outputs, parameters, queue_delay_us=500):
+    def tensors(kind, names):
+        return "\n".join(f'{kind} [{{ name: "{n}" data_type: TYPE_FP32 dims: [ {d} ] }}]' for n, d in names)
+
+    params = {"builtin": builtin, **parameters}
+    lines = "\n".join(f'parameters {{ key: "{k}" value: {{ string_value: "{v}" }} }}' for k, v in params.items())
+    return f"""name: "{name}"
+backend: "weft_builtin"
+max_batch_size: 8
+{tensors("input", inputs)}
+{tensors("output", outputs)}
+dynamic_batching {{ max_queue_delay_microseconds: {queue_delay_us} }}
+{lines}
+"""
+
+
+def write_repository(det_parameters, with_fault_input):
+    """det (fault, 4 ms per execution) and det_small (identity, no delay); with_fault_input: both take a FAULT_RATE
+    input (det fails each request with that probability; det_small passes it through as OUTPUT1)."""
+    root = tempfile.mkdtemp(prefix="weft_resilience_bench_")
+    inputs = [("INPUT0", 4)] + ([("FAULT_RATE", 1)] if with_fault_input else [])
+    models = {
+        "det": config("det", "fault", inputs, [("OUTPUT0", 4)], {"delay_us": "4000", "seed": "1", **det_parameters}),
+        "det_small": config("det_small", "identity", inputs,
+                            [("OUTPUT0", 4)] + ([("OUTPUT1", 1)] if with_fault_input else []), {}),
+    }
+    for name, text in models.items():
+        os.makedirs(os.path.join(root, name, "1"))
+        with open(os.path.join(root, name, "config.pbtxt"), "w") as f:
+            f.write(text)
+    return root
+
+
+class Server:
+    def __init__(self, repository):
+        self.repository = repository
+        self.log = []
+
+    def __enter__(self):
+        args = [WEFT, "serve", "--model-repository", self.repository, "--http-address", "127.0.0.1", "--http-port",
+                "0", "--grpc-port", "0", "--metrics-port", "0"]
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        started = threading.Event()
+        pattern = re.compile(r"serving HTTP on [^:]+:(\d+), gRPC on port (\d+), metrics on port (\d+)")
+
+        def drain():
+            for line in self.process.stderr:
+                self.log.append(line)
+                m = pattern.search(line)
+                if m:
+                    self.port, _, self.metrics_port = map(int, m.groups())
+                    started.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        if not started.wait(60):
+            self.process.kill()
+            raise RuntimeError("weft serve did not start:\n" + "".join(self.log[-30:]))
+        return self
+
+    def __exit__(self, *exc):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+    def metric(self, name, **labels):
+        conn = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=30)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+        conn.close()
+        for line in text.splitlines():
+            if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+
+SETUPS = {
+    "no breaker": {"weft.breaker.enabled": "false"},
+    "breaker": {},
+    "breaker + fallback": {"weft.fallback_models": "det_small"},
+}
+
+
+def steady(rate, seconds, failure_rates):
+    rows = []
+    for failure_rate in failure_rates:
+        for setup, parameters in SETUPS.items():
+            root = write_repository({"failure_rate": str(failure_rate), **parameters}, with_fault_input=False)
+            try:
+                with Server(root) as server:
+                    out = subprocess.run(
+                        [WEFT, "bench", "--url", f"http://127.0.0.1:{server.port}", "--model", "det",
+                         "--request-rate", str(rate), "--duration", str(seconds), "--warmup", "1",
+                         "--max-connections", "256", "--json", "-q"],
+                        check=True, capture_output=True, text=True).stdout
+                    result = json.loads(out)
+                    sent = result["sent"]
+                    outcomes = {code: o["count"] for code, o in result["outcomes"].items() if o["count"]}
+                    rows.append({
+                        "failure_rate": failure_rate, "setup": setup, "sent": sent,
+                        "error_rate": (sent - result["successes"]) / sent if sent else 0.0,
+                        "goodput_per_s": result["throughput"]["requests_per_s"],
+                        "p99_ms": result["latency_ms"]["p99"], "outcomes": outcomes,
+                        "breaker_opened": server.metric("weft_breaker_transitions_total", model="det", to="open"),
+                        "fallback_answers": sum(server.metric("weft_fallback_answers_total", model="det",
+                                                              reason=r) for r in ("circuit_open", "server_error")),
+                    })
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
+class Client:
+    """One keep-alive connection sending det one request at a time, with a FAULT_RATE of 0 or 1."""
+
+    def __init__(self, port):
+        self.port = port
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def infer(self, fault_rate):
+        body = json.dumps({"inputs": [
+            {"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]},
+            {"name": "FAULT_RATE", "shape": [1, 1], "datatype": "FP32", "data": [fault_rate]}]})
+        self.conn.request("POST", "/v2/models/det/infer", body=body, headers={"Content-Type": "application/json"})
+        r = self.conn.getresponse()
+        payload = json.loads(r.read())
+        if r.status != 200:
+            return r.status, None, None
+        return r.status, payload["model_name"], payload.get("parameters", {}).get("weft_fallback_reason")
+
+
+def timeline(open_ms, max_open_ms, failing_s):
+    parameters = {"weft.fallback_models": "det_small"}
+    if open_ms:
+        parameters.update({"weft.breaker.open_ms": str(open_ms), "weft.breaker.max_open_ms": str(max_open_ms)})
+    root = write_repository(parameters, with_fault_input=True)
+    try:
+        with Server(root) as server:
+            client = Client(server.port)
+            counts = {"requests": 0, "errors": 0, "by_det": 0, "by_fallback": 0}
+
+            def send(fault_rate):
+                status, model, reason = client.infer(fault_rate)
+                counts["requests"] += 1
+                counts["errors"] += status != 200
+                counts["by_det" if model == "det" else "by_fallback"] += status == 200
+                return model, reason
+
+            end = time.monotonic() + 2
+            while time.monotonic() < end:
+                send(0.0)
+            failing_from = time.monotonic()
+            opened_after = None
+            while time.monotonic() < failing_from + failing_s:
+                _, reason = send(1.0)
+                if opened_after is None and reason == "circuit_open":
+                    opened_after = time.monotonic() - failing_from
+            healed_at = time.monotonic()
+            closed_after = None
+            while time.monotonic() < healed_at + 4 * (max_open_ms or 60000) / 1000:
+                model, _ = send(0.0)
+                if model == "det":
+                    closed_after = time.monotonic() - healed_at
+                    break
+            for _ in range(10):  # the rest of the probes, so that the breaker closes
+                send(0.0)
+            return {"open_ms": open_ms or 5000, "max_open_ms": max_open_ms or 60000, "failing_s": failing_s,
+                    "opened_after_ms": None if opened_after is None else opened_after * 1000,
+                    "closed_after_healing_ms": None if closed_after is None else closed_after * 1000,
+                    "transitions": {to: server.metric("weft_breaker_transitions_total", model="det", to=to)
+                                    for to in ("open", "half_open", "closed")},
+                    **counts}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="AB")
+    parser.add_argument("--rate", type=int, default=500, help="A: requests per second (det's capacity: ~2000)")
+    parser.add_argument("--seconds", type=int, default=10, help="A: measured seconds per run")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report = {}
+    if "A" in args.only:
+        report["steady"] = steady(args.rate, args.seconds, (0.05, 0.5, 1.0))
+    if "B" in args.only:
+        report["timeline"] = [timeline(None, None, 8), timeline(500, 4000, 8)]
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return
+    if "steady" in report:
+        print(f"A. det failing a share of its executions, open loop at {args.rate}/s, {args.seconds} s per run")
+        print(f"{'failing':>8} {'setup':<20} {'errors':>8} {'goodput/s':>10} {'p99 ms':>8} {'opened':>7} "
+              f"{'fallback':>9}  outcomes")
+        for r in report["steady"]:
+            print(f"{r['failure_rate']:>8.0%} {r['setup']:<20} {r['error_rate']:>8.2%} {r['goodput_per_s']:>10.1f} "
+                  f"{r['p99_ms']:>8.2f} {r['breaker_opened']:>7.0f} {r['fallback_answers']:>9.0f}  {r['outcomes']}")
+    for t in report.get("timeline", []):
+        print(f"B. open {t['open_ms']} ms (max {t['max_open_ms']} ms), failing for {t['failing_s']} s: opened after "
+              f"{t['opened_after_ms']:.1f} ms; closed {t['closed_after_healing_ms']:.0f} ms after healing; "
+              f"transitions {t['transitions']}; {t['requests']} requests, {t['errors']} errors, "
+              f"{t['by_det']} by det, {t['by_fallback']} by det_small")
+
+
+if __name__ == "__main__":
+    main()
