@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "base/log.h"
@@ -65,6 +66,7 @@ struct ServingVersion::Parts {
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<VersionGuard> guard;       // its circuit breaker
   std::vector<std::string> fallback_models;  // weft.fallback_models: who answers when this version cannot
+  std::string degrade_to;                    // weft.degrade_to: who answers when this one would miss the deadline
 };
 
 namespace {
@@ -192,11 +194,18 @@ struct Engine::Impl {
 
   // Runs `request` on `version` when its breaker admits it. With a plan, a refusal or a server fault moves the
   // request on to the next fallback; a fallback that answers says so in the response's parameters.
+  // A degraded request (`may_degrade` false) is not degraded again, so that two models naming each other do not
+  // pass a request back and forth.
   void Attempt(VersionHandle version, std::unique_ptr<InferenceRequest> request, InferenceCallback on_done,
-               std::shared_ptr<FallbackPlan> plan) {
+               std::shared_ptr<FallbackPlan> plan, bool may_degrade = true) {
     ServingVersion::Parts& parts = *version->parts;
     Scheduler& scheduler = *parts.scheduler;
     const bool fallback = plan && plan->next > 0;
+    if (may_degrade && !fallback && !parts.degrade_to.empty() && request->deadline) {
+      if (std::optional<VersionHandle> cheaper = DegradeTarget(*version, *request)) {
+        return Degrade(*version, *std::move(cheaper), std::move(request), std::move(on_done));
+      }
+    }
     VersionGuard::Admission admission = parts.guard->Admit(std::chrono::steady_clock::now());
     if (!admission.refused.ok()) {
       if (plan && !fallback) {
@@ -243,6 +252,39 @@ struct Engine::Impl {
                         }
                         on_done(std::move(result));
                       }});
+  }
+
+  // weft.degrade_to's model when `version` would answer `request` after its deadline (the expected latency its
+  // scheduler measures) and that model serves; nullopt otherwise.
+  std::optional<VersionHandle> DegradeTarget(const ServingVersion& version, const InferenceRequest& request) const {
+    const std::chrono::nanoseconds expected = version.parts->scheduler->ExpectedLatency();
+    if (expected.count() <= 0 || std::chrono::steady_clock::now() + expected <= *request.deadline) return std::nullopt;
+    std::shared_ptr<const RoutingTable> table = LoadTable();
+    auto found = Find(*table, version.parts->degrade_to, 0);
+    if (!found.ok()) return std::nullopt;
+    return **found;
+  }
+
+  // Runs `request` on `cheaper` instead of `version`; the answer says so in its parameters.
+  void Degrade(const ServingVersion& version, VersionHandle cheaper, std::unique_ptr<InferenceRequest> request,
+               InferenceCallback on_done) {
+    Counter* degraded = metrics->GetCounter("weft_degraded_answers_total",
+                                            "Requests a cheaper model answered because the model asked for would have "
+                                            "missed their deadline.",
+                                            {{"model", version.config().name}, {"to", version.parts->degrade_to}});
+    std::string from = version.config().name + "/" + std::to_string(version.version());
+    request->model_name = version.parts->degrade_to;
+    request->model_version = 0;
+    Attempt(
+        std::move(cheaper), std::move(request),
+        [on_done = std::move(on_done), from = std::move(from), degraded](Result<InferenceResponse> result) {
+          if (result.ok()) {
+            result->parameters["weft_degraded_from"] = from;
+            degraded->Increment();
+          }
+          on_done(std::move(result));
+        },
+        nullptr, /*may_degrade=*/false);
   }
 
   // Moves `request` to the first fallback left in the plan that serves; none left: the primary's error, as 503.
@@ -401,6 +443,7 @@ Result<VersionHandle> Engine::StartCopy(std::shared_ptr<LoadedVersion> loaded, s
   WEFT_ASSIGN_OR_RETURN(ResilienceConfig resilience, ParseResilienceConfig(config));
   parts.guard = std::make_unique<VersionGuard>(config.name, loaded->version, resilience.breaker, impl_->metrics);
   parts.fallback_models = std::move(resilience.fallback_models);
+  parts.degrade_to = std::move(resilience.degrade_to);
 
   // The handle does not own the version: its deleter hands it to the unload thread, so that the thread that drops
   // the last handle (an answer's, on a completion thread) never joins the threads of the version it runs on.

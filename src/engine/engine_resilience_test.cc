@@ -17,10 +17,12 @@ using std::chrono::milliseconds;
 // Adds `offset` to its FP32 input, so answers say which model gave them; fails while `failing` is set.
 class SwitchableInstance : public ModelInstance {
  public:
-  SwitchableInstance(float offset, std::atomic<bool>* failing, std::atomic<int>* executions)
-      : offset_(offset), failing_(failing), executions_(executions) {}
+  SwitchableInstance(float offset, std::atomic<bool>* failing, std::atomic<int>* executions,
+                     std::chrono::milliseconds delay)
+      : offset_(offset), failing_(failing), executions_(executions), delay_(delay) {}
   Result<std::vector<Tensor>> Execute(std::span<const Tensor> inputs) override {
     executions_->fetch_add(1);
+    if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
     if (failing_->load()) return Internal("injected failure");
     std::byte* out;
     Tensor t = Tensor::Allocate("OUTPUT0", DataType::kFp32, inputs[0].shape(), &out);
@@ -33,6 +35,7 @@ class SwitchableInstance : public ModelInstance {
   const float offset_;
   std::atomic<bool>* failing_;
   std::atomic<int>* executions_;
+  const std::chrono::milliseconds delay_;
 };
 
 struct FakeModel {
@@ -70,11 +73,12 @@ const std::map<std::string, std::string> kQuickBreaker = {
 
 class EngineResilienceTest : public ::testing::Test {
  protected:
-  void Serve(const ModelConfig& config, float offset, FakeModel* model) {
+  void Serve(const ModelConfig& config, float offset, FakeModel* model, milliseconds delay = milliseconds(0)) {
     auto loaded = std::make_shared<LoadedVersion>();
     loaded->version = 1;
     loaded->config = config;
-    loaded->instances.push_back(std::make_unique<SwitchableInstance>(offset, &model->failing, &model->executions));
+    loaded->instances.push_back(
+        std::make_unique<SwitchableInstance>(offset, &model->failing, &model->executions, delay));
     Result<VersionHandle> handle = engine_.StartVersion(loaded);
     ASSERT_TRUE(handle.ok()) << handle.status().ToString();
     auto route = std::make_shared<ModelRoute>();
@@ -219,6 +223,41 @@ TEST_F(EngineResilienceTest, WithNoFallbackLeftTheClientGets503AndRetryAfter) {
   EXPECT_EQ(open.status().code(), StatusCode::kUnavailable);
   EXPECT_GT(open.status().retry_after().count(), 0);
   EXPECT_LE(open.status().retry_after().count(), 100);
+}
+
+// weft.degrade_to: once the primary's queue would make a request miss its deadline (measured: the queue, its
+// executions' mean duration), the request goes to the cheaper model; requests that fit still go to the primary.
+TEST_F(EngineResilienceTest, RequestsThatWouldMissTheirDeadlineGoToTheCheaperModel) {
+  FakeModel det, small;
+  Serve(Config("det_small"), 100, &small);
+  Serve(Config("det", {{"weft.degrade_to", "det_small"}}), 10, &det, milliseconds(20));
+  ASSERT_TRUE(Infer("det").ok());  // no deadline: measures one execution of det
+  constexpr int kRequests = 10;
+  std::vector<std::promise<Result<InferenceResponse>>> done(kRequests);
+  for (int i = 0; i < kRequests; ++i) {
+    auto request = Request("det", 1);
+    request->deadline = std::chrono::steady_clock::now() + milliseconds(50);
+    engine_.Submit(std::move(request), [&done, i](Result<InferenceResponse> r) { done[i].set_value(std::move(r)); });
+  }
+  int by_det = 0, degraded = 0;
+  for (auto& d : done) {
+    Result<InferenceResponse> r = d.get_future().get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    if (r->model_name == "det") {
+      ++by_det;
+      EXPECT_TRUE(r->parameters.empty());
+    } else {
+      ++degraded;
+      EXPECT_EQ(r->model_name, "det_small");
+      EXPECT_EQ(r->parameters.at("weft_degraded_from"), "det/1");
+    }
+  }
+  // det takes 20 ms a request, one at a time: the first one or two fit in 50 ms, the rest would not.
+  EXPECT_GE(by_det, 1);
+  EXPECT_GE(degraded, kRequests - 3);
+  EXPECT_TRUE(Exposes("weft_degraded_answers_total{model=\"det\",to=\"det_small\"} " + std::to_string(degraded)));
+  // Without a deadline nothing is degraded, however long the queue.
+  EXPECT_EQ(Infer("det")->model_name, "det");
 }
 
 // Many clients at once while the primary flips between failing and healthy: every request is answered exactly

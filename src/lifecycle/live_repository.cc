@@ -216,10 +216,14 @@ struct LiveRepository::Impl {
     if (!backend.ok()) return backend.status().WithContext(source_name);
     WEFT_RETURN_IF_ERROR((*backend)->Validate(*config).WithContext(source_name));
     WEFT_ASSIGN_OR_RETURN(ResilienceConfig resilience, ParseResilienceConfig(*config));
-    for (const std::string& fallback : resilience.fallback_models) {
-      Result<ModelConfig> other = FallbackConfig(fallback);
-      if (!other.ok()) return other.status().WithContext(source_name + ": weft.fallback_models");
-      WEFT_RETURN_IF_ERROR(CheckFallbackCompatible(*config, *other).WithContext(source_name));
+    std::vector<std::pair<std::string, const char*>> stand_ins;  // (model, the parameter that names it)
+    for (const std::string& fallback : resilience.fallback_models)
+      stand_ins.emplace_back(fallback, "weft.fallback_models");
+    if (!resilience.degrade_to.empty()) stand_ins.emplace_back(resilience.degrade_to, "weft.degrade_to");
+    for (const auto& [other_name, parameter] : stand_ins) {
+      Result<ModelConfig> other = FallbackConfig(other_name);
+      if (!other.ok()) return other.status().WithContext(source_name + ": " + parameter);
+      WEFT_RETURN_IF_ERROR(CheckFallbackCompatible(*config, *other).WithContext(source_name + ": " + parameter));
     }
     return config;
   }

@@ -16,6 +16,7 @@ constexpr std::string_view kBreakerPrefix = "weft.breaker.";
 constexpr std::string_view kEnabledKey = "weft.breaker.enabled";
 constexpr std::string_view kFailureRateKey = "weft.breaker.failure_rate";
 constexpr std::string_view kFallbackKey = "weft.fallback_models";
+constexpr std::string_view kDegradeKey = "weft.degrade_to";
 // A config may come from a client (the repository API's load override): messages quote at most this much of it.
 constexpr size_t kMaxQuotedBytes = 64;
 
@@ -143,6 +144,14 @@ Result<std::vector<std::string>> ParseFallbackModels(std::string_view raw, const
   return names;
 }
 
+Result<std::string> ParseDegradeTo(std::string_view raw, const std::string& model) {
+  const std::string_view name = Trim(raw);
+  const std::string where = "parameters '" + std::string(kDegradeKey) + "': ";
+  if (name.find(',') != std::string_view::npos) return InvalidArgument(where + "names one model, got " + Quoted(raw));
+  if (!name.empty() && name == model) return InvalidArgument(where + "names the model itself, " + Quoted(name));
+  return std::string(name);
+}
+
 }  // namespace
 
 Status ValidateBreakerOptions(const BreakerOptions& options) {
@@ -173,6 +182,8 @@ Result<ResilienceConfig> ParseResilienceConfig(const ModelConfig& config) {
       WEFT_RETURN_IF_ERROR(ParseBreakerParameter(key, value, &out.breaker));
     } else if (key == kFallbackKey) {
       WEFT_ASSIGN_OR_RETURN(out.fallback_models, ParseFallbackModels(value, config.name));
+    } else if (key == kDegradeKey) {
+      WEFT_ASSIGN_OR_RETURN(out.degrade_to, ParseDegradeTo(value, config.name));
     }
   }
   // Each value is in range by now; what is left are the rules between fields.

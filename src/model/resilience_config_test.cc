@@ -238,3 +238,23 @@ TEST(ResilienceConfigTest, ValidateModelConfigRefusesABadBreakerValue) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(ResilienceConfigTest, DegradeToNamesOneOtherModel) {
+  ModelConfig config;
+  config.name = "det";
+  EXPECT_EQ(ParseResilienceConfig(config)->degrade_to, "");
+  config.parameters["weft.degrade_to"] = "  det_small ";
+  EXPECT_EQ(ParseResilienceConfig(config)->degrade_to, "det_small");
+  config.parameters["weft.degrade_to"] = "det";
+  EXPECT_EQ(ParseResilienceConfig(config).status().code(), StatusCode::kInvalidArgument);
+  config.parameters["weft.degrade_to"] = "a, b";
+  Result<ResilienceConfig> two = ParseResilienceConfig(config);
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("weft.degrade_to"), std::string::npos) << two.status().message();
+}
+
+}  // namespace
+}  // namespace weft

@@ -26,6 +26,8 @@ BatchDecision DecideBatch(const QueueSnapshot& snapshot, SteadyTime now, const B
   if (queue.empty()) return BatchDecision::Idle();
   if (!options.dynamic_batching) return BatchDecision::Run(1);
 
+  const int64_t max_items =
+      options.batch_cap > 0 ? std::min(options.batch_cap, options.max_batch_size) : options.max_batch_size;
   // The joinable run from the head. A head too large to share an execution still runs, alone.
   const QueuedRequest& head = queue.front();
   size_t count = 0;
@@ -34,7 +36,7 @@ BatchDecision DecideBatch(const QueueSnapshot& snapshot, SteadyTime now, const B
   SteadyTime oldest = head.enqueued;
   std::optional<SteadyTime> earliest_deadline;
   for (const QueuedRequest& r : queue) {
-    if (r.batch_key != head.batch_key || items + r.batch_size > options.max_batch_size) {
+    if (r.batch_key != head.batch_key || items + r.batch_size > max_items) {
       can_grow = false;
       break;
     }
@@ -44,7 +46,7 @@ BatchDecision DecideBatch(const QueueSnapshot& snapshot, SteadyTime now, const B
     if (r.deadline && (!earliest_deadline || *r.deadline < *earliest_deadline)) earliest_deadline = r.deadline;
   }
   if (count == 0) return BatchDecision::Run(1);
-  if (items >= options.max_batch_size) can_grow = false;
+  if (items >= max_items) can_grow = false;
 
   const int64_t enough =
       options.preferred_batch_sizes.empty() ? options.max_batch_size : options.preferred_batch_sizes.back();

@@ -21,6 +21,10 @@ struct BatchPolicyOptions {
   std::vector<int64_t> preferred_batch_sizes;
   // How long the oldest request of a batch may wait for the batch to grow.
   Micros max_queue_delay{0};
+  // The most batch items for one instance while it recovers from running out of memory; 0 = none. Set by the
+  // scheduler for a while after an instance ran out of memory on a larger batch (never by FromConfig); it acts as
+  // max_batch_size when smaller.
+  int64_t batch_cap = 0;
 
   static BatchPolicyOptions FromConfig(const ModelConfig& config);
 };
@@ -60,9 +64,9 @@ struct BatchDecision {
 // Decides what a free instance should do with the queue `snapshot` at time `now`. Pure: no state, no clock,
 // no locks; the same inputs always give the same answer.
 //
-// The batch is the longest run of requests from the head that share the head's key and fit in max_batch_size
-// (requests never overtake one another to join a batch). It runs now when
-//   - it cannot grow: the next request differs or does not fit, or it holds max_batch_size items;
+// The batch is the longest run of requests from the head that share the head's key and fit in max_batch_size, or in
+// batch_cap when one is set (requests never overtake one another to join a batch). It runs now when
+//   - it cannot grow: the next request differs or does not fit, or it holds max_batch_size (batch_cap) items;
 //   - it holds at least the largest preferred batch size (max_batch_size when none is configured);
 //   - its oldest request has waited max_queue_delay (0 = never wait);
 //   - waiting would carry one of its requests past its deadline.

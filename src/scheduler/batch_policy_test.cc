@@ -134,6 +134,48 @@ TEST_F(DecideBatchTest, AHeadLargerThanTheMaximumRunsAlone) {
   EXPECT_EQ(d.count, 1u);
 }
 
+TEST_F(DecideBatchTest, BatchCapActsAsTheMaximum) {
+  options_.batch_cap = 4;
+  options_.max_queue_delay = std::chrono::seconds(10);
+  snapshot_.requests = {Request(), Request(), Request()};
+  EXPECT_EQ(Decide().kind, Kind::kWait);  // below the cap, the batch may still grow
+  snapshot_.requests = {Request(), Request(2), Request(), Request(), Request()};
+  BatchDecision d = Decide();
+  EXPECT_EQ(d.kind, Kind::kRun);  // full at the cap: runs at once, the rest stays queued
+  EXPECT_EQ(d.count, 3u);
+  snapshot_.requests = {Request(3), Request(2)};
+  d = Decide();
+  EXPECT_EQ(d.kind, Kind::kRun);  // the next request does not fit under the cap
+  EXPECT_EQ(d.count, 1u);
+}
+
+TEST_F(DecideBatchTest, AHeadLargerThanTheCapRunsAlone) {
+  options_.batch_cap = 2;
+  snapshot_.requests = {Request(3), Request(1)};
+  BatchDecision d = Decide();
+  EXPECT_EQ(d.kind, Kind::kRun);
+  EXPECT_EQ(d.count, 1u);
+}
+
+TEST_F(DecideBatchTest, ACapAboveTheMaximumOrZeroChangesNothing) {
+  snapshot_.requests = {Request(3), Request(3), Request(2), Request(1)};
+  for (int64_t cap : {0, 8, 64}) {
+    options_.batch_cap = cap;
+    BatchDecision d = Decide();
+    EXPECT_EQ(d.kind, Kind::kRun) << cap;
+    EXPECT_EQ(d.count, 3u) << cap;  // 3 + 3 + 2 = 8 = max_batch_size
+  }
+}
+
+TEST_F(DecideBatchTest, ACappedBatchIsStillCutToAPreferredSize) {
+  options_.preferred_batch_sizes = {2, 8};
+  options_.batch_cap = 3;
+  snapshot_.requests = {Request(), Request(), Request(), Request()};
+  BatchDecision d = Decide();
+  EXPECT_EQ(d.kind, Kind::kRun);  // 3 items fill the cap; the longest preferred prefix is 2
+  EXPECT_EQ(d.count, 2u);
+}
+
 TEST(BatchPolicyOptionsTest, FromConfig) {
   ModelConfig config;
   config.max_batch_size = 8;
@@ -144,6 +186,7 @@ TEST(BatchPolicyOptionsTest, FromConfig) {
   EXPECT_EQ(options.max_batch_size, 8);
   EXPECT_EQ(options.preferred_batch_sizes, (std::vector<int64_t>{2, 8}));  // sorted, deduplicated, in range
   EXPECT_EQ(options.max_queue_delay, microseconds(250));
+  EXPECT_EQ(options.batch_cap, 0);  // the scheduler's, never the config's
   config.max_batch_size = 0;
   EXPECT_FALSE(BatchPolicyOptions::FromConfig(config).dynamic_batching);
 }

@@ -1,6 +1,8 @@
 #include "scheduler/scheduler.h"
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <system_error>
 
 #include "base/log.h"
@@ -24,6 +26,7 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
       metrics_(metrics, config_.name, options_.version, static_cast<uint32_t>(queue_options_.levels.size())),
       queue_(queue_options_),
       reported_depth_(queue_options_.levels.size(), 0),
+      instances_(instance_count_),
       preserve_ordering_(config_.dynamic_batching && config_.dynamic_batching->preserve_ordering) {
   std::vector<InstanceExecutor*> executors = options_.executors;
   if (executors.empty()) {
@@ -34,8 +37,8 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
   }
   WEFT_CHECK(executors.size() == instances.size()) << "model '" << config_.name << "': " << executors.size()
                                                    << " executors for " << instances.size() << " instances";
-  for (InstanceExecutor* executor : executors) {
-    threads_.emplace_back([this, executor](std::stop_token stop) { Serve(stop, executor); });
+  for (size_t i = 0; i < executors.size(); ++i) {
+    threads_.emplace_back([this, i, executor = executors[i]](std::stop_token stop) { Serve(stop, i, executor); });
   }
   threads_.emplace_back([this](std::stop_token stop) { RunTimer(stop); });
 }
@@ -61,6 +64,12 @@ Scheduler::~Scheduler() {
     stopping_ = true;
     left = queue_.TakeAll();
     QueueChangedLocked();
+    // Halves waiting for their retry are answered like queued requests. None can be added from here on: an
+    // execution that runs out of memory now answers its own requests (RetryAfterOutOfMemory).
+    for (InstanceState& state : instances_) {
+      for (Entries& half : state.retries) std::move(half.begin(), half.end(), std::back_inserter(left));
+      state.retries.clear();
+    }
   }
   for (auto& e : left) Answer(*e, Unavailable("the server is shutting down"));
   left.clear();
@@ -70,6 +79,9 @@ Scheduler::~Scheduler() {
     // Executions submitted to a device answer from its completion thread.
     std::unique_lock lock(mu_);
     inflight_done_.wait(lock, [this] { return inflight_ == 0; });
+    // A copy of the version that goes away stops reporting its cap (during a swap the series is shared with the
+    // next copy, whose instances start uncapped).
+    if (reported_cap_ != 0) metrics_.oom_batch_cap->Set(0);
   }
   Entries cancelled;
   {
@@ -174,6 +186,7 @@ Status Scheduler::AdmitLocked(std::unique_ptr<QueueEntry>& entry, SteadyTime now
 
 void Scheduler::QueueChangedLocked() {
   ++generation_;
+  queued_.store(queue_.size(), std::memory_order_relaxed);
   // Added, not set: during a swap two copies of one version share the series, and each adds its own queue.
   for (uint32_t level = 1; level <= queue_.levels(); ++level) {
     const size_t depth = queue_.size(level);
@@ -184,13 +197,15 @@ void Scheduler::QueueChangedLocked() {
   }
 }
 
-void Scheduler::Serve(std::stop_token stop, InstanceExecutor* executor) {
+void Scheduler::Serve(std::stop_token stop, size_t instance, InstanceExecutor* executor) {
   const size_t snapshot_size =
       batch_policy_.dynamic_batching ? static_cast<size_t>(batch_policy_.max_batch_size) + 1 : 1;
+  BatchPolicyOptions policy = batch_policy_;  // this instance's: its batch cap comes and goes
   Entries batch;
   Entries expired;
   bool have_slot = false;  // a slot of the executor, taken for the batch about to be popped
   std::unique_lock lock(mu_);
+  std::deque<Entries>& retries = instances_[instance].retries;
   while (!stop.stop_requested()) {
     // Checked here as well as by the timer, which may run late: an expired request must never start.
     const SteadyTime now = std::chrono::steady_clock::now();
@@ -203,8 +218,15 @@ void Scheduler::Serve(std::stop_token stop, InstanceExecutor* executor) {
         continue;
       }
     }
-    queue_.Snapshot(snapshot_size, &snapshot_);
-    const BatchDecision decision = DecideBatch(snapshot_, now, batch_policy_);
+    policy.batch_cap = BatchCapLocked(instance, now);
+    BatchDecision decision;
+    if (!retries.empty()) {
+      // A retry goes first: its requests left the queue before any that is still queued.
+      decision = BatchDecision::Run(retries.front().size());
+    } else {
+      queue_.Snapshot(snapshot_size, &snapshot_);
+      decision = DecideBatch(snapshot_, now, policy);
+    }
     if (decision.kind != BatchDecision::Kind::kRun && have_slot) {
       // Never hold a slot while idle: for a best-effort instance it is a share of the device's budget.
       executor->ReleaseSlot();
@@ -212,9 +234,19 @@ void Scheduler::Serve(std::stop_token stop, InstanceExecutor* executor) {
     }
     const uint64_t seen = generation_;
     auto changed = [this, seen] { return generation_ != seen; };
+    // A capped instance also wakes when its cap ends, to report it lifted.
+    const SteadyTime cap_end = policy.batch_cap > 0 ? instances_[instance].cap_until : SteadyTime::max();
     switch (decision.kind) {
-      case BatchDecision::Kind::kIdle: work_changed_.wait(lock, stop, changed); break;
-      case BatchDecision::Kind::kWait: work_changed_.wait_until(lock, stop, decision.wait_until, changed); break;
+      case BatchDecision::Kind::kIdle:
+        if (policy.batch_cap > 0) {
+          work_changed_.wait_until(lock, stop, cap_end, changed);
+        } else {
+          work_changed_.wait(lock, stop, changed);
+        }
+        break;
+      case BatchDecision::Kind::kWait:
+        work_changed_.wait_until(lock, stop, std::min(decision.wait_until, cap_end), changed);
+        break;
       case BatchDecision::Kind::kRun: {
         if (!have_slot && !executor->TryAcquireSlot()) {
           // Gated on completions: the requests stay queued (and may form a larger batch) until a slot frees.
@@ -226,12 +258,19 @@ void Scheduler::Serve(std::stop_token stop, InstanceExecutor* executor) {
           continue;  // decide again: the queue moved on while this thread waited
         }
         have_slot = false;  // Dispatch uses it
-        queue_.PopFront(decision.count, &batch);
-        QueueChangedLocked();
+        Attempt attempt = Attempt::kFirst;
+        if (!retries.empty()) {
+          batch = std::move(retries.front());
+          retries.pop_front();
+          attempt = Attempt::kRetry;
+        } else {
+          queue_.PopFront(decision.count, &batch);
+          QueueChangedLocked();
+        }
         const bool more = queue_.size() > 0;
         lock.unlock();
         if (more) work_changed_.notify_one();
-        Dispatch(executor, std::move(batch));
+        Dispatch(instance, executor, std::move(batch), attempt);
         batch.clear();
         lock.lock();
         break;
@@ -292,28 +331,36 @@ void Scheduler::AnswerExpired(Entries& expired, SteadyTime now) {
 
 // A batch between its submission and its answers.
 struct Scheduler::InFlight {
+  size_t instance = 0;
+  Attempt attempt = Attempt::kFirst;
   Entries entries;
   std::vector<int64_t> batch_sizes;
   int64_t items = 0;
+  // A first attempt of several requests keeps its joined inputs (another reference, no copy) until it completes:
+  // should it run out of memory, each request gets its inputs back from them as views for the retry.
+  std::vector<Tensor> inputs;
 };
 
-void Scheduler::Dispatch(InstanceExecutor* executor, Entries batch) {
+void Scheduler::Dispatch(size_t instance, InstanceExecutor* executor, Entries batch, Attempt attempt) {
   const SteadyTime start = std::chrono::steady_clock::now();
   for (auto& e : batch) {
     // Out of the queue now: the bytes no longer count, and a cancel no longer needs a callback (a result is
     // dropped instead). Both are released here, outside mu_.
     e->bytes.Reset();
     e->cancel_registration.reset();
-    metrics_.queue_duration->Observe(Seconds(start - e->enqueued));
+    // Once per request: the wait of a retry is not time in the queue.
+    if (attempt == Attempt::kFirst) metrics_.queue_duration->Observe(Seconds(start - e->enqueued));
     if (e->request->cancel->cancelled()) {
       Answer(*e, Cancelled("the client went away before the request ran"));
       e.reset();
     } else if (e->deadline && !e->delayed && *e->deadline <= start &&
                queue_options_.levels[e->level - 1].timeout_action == QueuePolicyConfig::TimeoutAction::kReject) {
-      // Its deadline passed between the dispatch decision and now.
-      Answer(*e,
-             DeadlineExceeded("the request's deadline passed after " + std::to_string(MicrosOf(start - e->enqueued)) +
-                              " us in the queue; it was not executed"));
+      // Its deadline passed between the dispatch decision (or the execution that ran out of memory) and now.
+      Answer(*e, DeadlineExceeded(attempt == Attempt::kFirst
+                                      ? "the request's deadline passed after " +
+                                            std::to_string(MicrosOf(start - e->enqueued)) +
+                                            " us in the queue; it was not executed"
+                                      : "the request's deadline passed before its retry after running out of memory"));
       e.reset();
     }
   }
@@ -323,6 +370,8 @@ void Scheduler::Dispatch(InstanceExecutor* executor, Entries batch) {
     return;
   }
   auto inflight = std::make_shared<InFlight>();
+  inflight->instance = instance;
+  inflight->attempt = attempt;
   std::vector<const std::vector<Tensor>*> parts;
   parts.reserve(batch.size());
   inflight->batch_sizes.reserve(batch.size());
@@ -335,10 +384,12 @@ void Scheduler::Dispatch(InstanceExecutor* executor, Entries batch) {
   // The executor holds what the backend reads (the joined copy, or the one request's own tensors) until the
   // execution completes; the requests' references go now, so a joined batch frees the request bytes at once.
   for (auto& e : batch) e->inputs.clear();
+  if (attempt == Attempt::kFirst && batch.size() >= 2) inflight->inputs = joined;
   inflight->entries = std::move(batch);
   {
     std::lock_guard lock(mu_);
     ++inflight_;
+    running_.store(inflight_, std::memory_order_relaxed);
   }
   executor->Submit(std::move(joined),
                    [this, inflight](Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing) {
@@ -346,16 +397,22 @@ void Scheduler::Dispatch(InstanceExecutor* executor, Entries batch) {
                      inflight->entries.clear();
                      // The last touch of `this`: the destructor may run as soon as mu_ is released.
                      std::lock_guard lock(mu_);
-                     if (--inflight_ == 0) inflight_done_.notify_all();
+                     running_.store(--inflight_, std::memory_order_relaxed);
+                     if (inflight_ == 0) inflight_done_.notify_all();
                    });
 }
 
 void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing) {
   Entries& batch = inflight.entries;
   metrics_.compute_duration->Observe(Seconds(timing.end - timing.start));
+  RecordExecution(batch.size(), timing.end - timing.start);
   metrics_.execution_count->Increment();
   metrics_.inference_count->Increment(static_cast<double>(inflight.items));
   metrics_.batch_size->Observe(static_cast<double>(inflight.items));
+  if (!outputs.ok() && outputs.status().code() == StatusCode::kOutOfMemory && RetryAfterOutOfMemory(inflight)) {
+    return;
+  }
+  inflight.inputs.clear();  // not needed for a retry: the request bytes can go before the answers
 
   Result<std::vector<std::vector<Tensor>>> split = [&]() -> Result<std::vector<std::vector<Tensor>>> {
     if (!outputs.ok()) return outputs.status();
@@ -394,6 +451,87 @@ void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, 
   }
 }
 
+bool Scheduler::RetryAfterOutOfMemory(InFlight& inflight) {
+  const SteadyTime now = std::chrono::steady_clock::now();
+  Entries& batch = inflight.entries;
+  // Retried once: a half that runs out of memory again, or a request alone, answers with the error.
+  bool split = inflight.attempt == Attempt::kFirst && batch.size() >= 2;
+  if (split) {
+    Result<std::vector<std::vector<Tensor>>> inputs = SplitOutputs(inflight.inputs, inflight.batch_sizes);
+    if (inputs.ok()) {
+      for (size_t i = 0; i < batch.size(); ++i) batch[i]->inputs = std::move((*inputs)[i]);
+    } else {
+      WEFT_LOG(Error) << "model '" << config_.name
+                      << "': cannot cut a batch's inputs for its retry: " << inputs.status().message();
+      split = false;
+    }
+  }
+  inflight.inputs.clear();  // the requests' views hold the bytes they need
+  // At a request boundary, the first half the larger: a request's items never run in two executions.
+  const size_t first = (batch.size() + 1) / 2;
+  const size_t second = batch.size() - first;
+  const int64_t cap = std::max<int64_t>(1, inflight.items / 2);
+  int64_t capped_at = 0;
+  bool queued = false;
+  {
+    std::lock_guard lock(mu_);
+    InstanceState& state = instances_[inflight.instance];
+    if (inflight.items >= 2) {
+      // Lowered further by a smaller batch that still runs out of memory; the time starts again.
+      state.batch_cap = state.batch_cap > 0 && now < state.cap_until ? std::min(state.batch_cap, cap) : cap;
+      state.cap_until = now + options_.oom_batch_cap_for;
+      capped_at = state.batch_cap;
+      ReportBatchCapLocked(now);
+    }
+    // Once stopping, nothing would run a retry: the requests are answered with the error instead.
+    if (split && !stopping_) {
+      const auto middle = batch.begin() + static_cast<std::ptrdiff_t>(first);
+      state.retries.emplace_back(std::make_move_iterator(batch.begin()), std::make_move_iterator(middle));
+      state.retries.emplace_back(std::make_move_iterator(middle), std::make_move_iterator(batch.end()));
+      batch.clear();
+      ++generation_;
+      queued = true;
+    }
+  }
+  if (queued) {
+    metrics_.oom_retries->Increment();
+    // The instance's thread runs them; the others wake to no change and wait again.
+    work_changed_.notify_all();
+  }
+  if (capped_at > 0) {
+    WEFT_LOG(Warning) << "model '" << config_.name << "' version " << options_.version
+                      << ": out of memory at a batch of " << inflight.items << " items (" << first + second
+                      << " requests); "
+                      << (queued ? "retrying as two halves of " + std::to_string(first) + " and " +
+                                       std::to_string(second) + " requests"
+                                 : std::string("not retried"))
+                      << "; this instance's batches are capped at " << capped_at << " items for "
+                      << Seconds(options_.oom_batch_cap_for) << " s";
+  }
+  return queued;
+}
+
+int64_t Scheduler::BatchCapLocked(size_t instance, SteadyTime now) {
+  InstanceState& state = instances_[instance];
+  if (state.batch_cap > 0 && now >= state.cap_until) {
+    state.batch_cap = 0;
+    ReportBatchCapLocked(now);
+  }
+  return state.batch_cap;
+}
+
+void Scheduler::ReportBatchCapLocked(SteadyTime now) {
+  int64_t lowest = 0;
+  for (const InstanceState& state : instances_) {
+    if (state.batch_cap > 0 && now < state.cap_until && (lowest == 0 || state.batch_cap < lowest)) {
+      lowest = state.batch_cap;
+    }
+  }
+  if (lowest == reported_cap_) return;
+  reported_cap_ = lowest;
+  metrics_.oom_batch_cap->Set(static_cast<double>(lowest));
+}
+
 void Scheduler::Answer(QueueEntry& entry, Result<InferenceResponse> result) {
   if (entry.order == 0) {
     Complete(metrics_, *entry.request, entry.on_done, std::move(result));
@@ -428,6 +566,28 @@ void Scheduler::ReleaseHeldAnswers() {
     }
     for (HeldAnswer& h : next) Complete(metrics_, *h.request, h.on_done, std::move(h.result));
   }
+}
+
+// Several completion threads may update the means at once; a lost update only weights one sample less.
+void Scheduler::RecordExecution(size_t requests, SteadyTime::duration took) {
+  constexpr double kWeight = 0.1;
+  mean_batch_.store(UpdateMean(mean_batch_.load(std::memory_order_relaxed), static_cast<double>(requests), kWeight),
+                    std::memory_order_relaxed);
+  const double nanos = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+  mean_execution_ns_.store(
+      UpdateMean(mean_execution_ns_.load(std::memory_order_relaxed), std::max(1.0, nanos), kWeight),
+      std::memory_order_relaxed);
+}
+
+std::chrono::nanoseconds Scheduler::ExpectedLatency() const {
+  return weft::ExpectedLatency({
+      .queued = queued_.load(std::memory_order_relaxed),
+      .instances = instance_count_,
+      .running = running_.load(std::memory_order_relaxed),
+      .mean_batch = mean_batch_.load(std::memory_order_relaxed),
+      .mean_execution =
+          std::chrono::nanoseconds(static_cast<int64_t>(mean_execution_ns_.load(std::memory_order_relaxed))),
+  });
 }
 
 }  // namespace weft

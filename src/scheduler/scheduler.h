@@ -3,6 +3,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "scheduler/instance_executor.h"
 #include "scheduler/request_queue.h"
 #include "scheduler/version_metrics.h"
+#include "scheduler/wait_estimate.h"
 
 namespace weft {
 
@@ -35,7 +37,11 @@ using OutputFinisher = std::function<Result<std::vector<Tensor>>(const Inference
 //                at that moment, and a cancelled request leaves its queue as its token fires;
 //   batching   - a free instance asks DecideBatch (a pure function of the queue's head and the time) what to
 //                run, takes a slot of its executor, and hands the joined inputs over; outputs are split back
-//                into views per request when the execution completes.
+//                into views per request when the execution completes;
+//   out of memory - a batch of two or more requests whose execution fails with OUT_OF_MEMORY is split at a
+//                request boundary into two halves, each retried once as its own execution on the same instance
+//                (a half that fails again answers its requests with that error), and the instance's batches are
+//                capped at half the failed batch's items for Options::oom_batch_cap_for.
 // One thread per instance forms its batches. By default it also runs them (one at a time, so N instances run N at
 // once); with executors (the engine's device lanes) it submits up to the executor's bound of batches in flight and
 // the answers come from the executor's completion thread.
@@ -51,6 +57,11 @@ class Scheduler {
     OutputFinisher finish_outputs;      // empty = the split outputs as they are
     // One per instance, in the same order: where its batches run. Empty = on the instance's own thread.
     std::vector<InstanceExecutor*> executors;
+    // How long an instance's batches stay capped at half the items of a batch that ran out of memory. Long enough
+    // that a burst does not walk straight back into the failing size (each attempt costs an execution and, on a
+    // GPU, a release of the allocator's cache), short enough that a transient squeeze (another model's peak, a
+    // fragmented pool) does not halve the throughput for long.
+    SteadyTime::duration oom_batch_cap_for = std::chrono::seconds(60);
   };
   struct Work {
     std::unique_ptr<InferenceRequest> request;
@@ -79,6 +90,10 @@ class Scheduler {
   const ModelConfig& config() const { return config_; }
   VersionMetrics& metrics() { return metrics_; }
 
+  // How long a request submitted now would take to be answered, from what is queued and running and the recent
+  // executions' measured durations and sizes (wait_estimate.h); 0 before the first execution. Lock-free.
+  std::chrono::nanoseconds ExpectedLatency() const;
+
  private:
   using Entries = std::vector<std::unique_ptr<QueueEntry>>;
 
@@ -87,15 +102,31 @@ class Scheduler {
   Status AdmitLocked(std::unique_ptr<QueueEntry>& entry, SteadyTime now, std::unique_ptr<QueueEntry>* superseded,
                      bool* wake_timer);
   struct InFlight;
-  void Serve(std::stop_token stop, InstanceExecutor* executor);
+  // Whether a batch is a first attempt or a half of one that ran out of memory (never split again).
+  enum class Attempt { kFirst, kRetry };
+  // What one instance's thread keeps besides the shared queue.
+  struct InstanceState {
+    std::deque<Entries> retries;  // halves of a batch that ran out of memory, run before the queue, in order
+    int64_t batch_cap = 0;        // the most items per batch until cap_until (BatchPolicyOptions::batch_cap)
+    SteadyTime cap_until;
+  };
+  void Serve(std::stop_token stop, size_t instance, InstanceExecutor* executor);
   void RunTimer(std::stop_token stop);
   // The cancel callback of a queued request; runs on the cancelling thread. Answers on the timer thread, so
   // that no caller's code runs inside CancelToken::Cancel().
   void OnCancelled(uint64_t id);
   // Checks the batch once more (cancelled, expired), joins its inputs and submits it, using the slot taken.
-  void Dispatch(InstanceExecutor* executor, Entries batch);
+  void Dispatch(size_t instance, InstanceExecutor* executor, Entries batch, Attempt attempt);
   // On the executor's completion: metrics, outputs split back, answers.
   void Finish(InFlight& batch, Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing);
+  // After `batch` ran out of memory: caps its instance's batches and, when it may be split, gives each request its
+  // inputs back and queues the two halves for the instance's thread (the executor's slot is still held here, so
+  // they cannot be submitted now). Returns whether it took the requests; if not, the caller answers them.
+  bool RetryAfterOutOfMemory(InFlight& batch);
+  // The batch cap of `instance` at `now` (0 = none), after lifting one whose time is up.
+  int64_t BatchCapLocked(size_t instance, SteadyTime now);
+  // Sets weft_oom_batch_cap to the lowest cap still in force over the instances.
+  void ReportBatchCapLocked(SteadyTime now);
   void AnswerExpired(Entries& expired, SteadyTime now);
   // Answers `entry` (with preserve_ordering, once every request admitted before it has been answered).
   void Answer(QueueEntry& entry, Result<InferenceResponse> result);
@@ -113,11 +144,18 @@ class Scheduler {
 
   std::atomic<uint64_t> next_id_{1};  // queue entry ids; lock-free
 
+  // For ExpectedLatency, lock-free: copies of what mu_ guards, and means of the recent executions.
+  void RecordExecution(size_t requests, SteadyTime::duration took);
+  std::atomic<uint64_t> queued_{0};           // queue_.size()
+  std::atomic<uint64_t> running_{0};          // inflight_
+  std::atomic<double> mean_batch_{0};         // requests per execution
+  std::atomic<double> mean_execution_ns_{0};  // duration of an execution
+
   std::mutex mu_;
   std::condition_variable_any work_changed_;   // instances wait here for work
   std::condition_variable_any timer_wake_;     // the timer waits here for an earlier deadline or a cancellation
   bool stopping_ = false;                      // guarded by mu_
-  uint64_t generation_ = 0;                    // guarded by mu_; bumped by every change of queue_
+  uint64_t generation_ = 0;                    // guarded by mu_; bumped by every change of queue_ or a retries list
   bool timer_dirty_ = false;                   // guarded by mu_; the earliest deadline moved up
   RequestQueue queue_;                         // guarded by mu_
   std::vector<size_t> reported_depth_;         // guarded by mu_: what this scheduler added to each level's gauge
@@ -125,6 +163,10 @@ class Scheduler {
   Entries cancelled_;                          // guarded by mu_; left the queue, to be answered by the timer
   size_t inflight_ = 0;                        // guarded by mu_; submitted executions not yet answered
   std::condition_variable_any inflight_done_;  // the destructor waits here for inflight_ == 0
+  // Guarded by mu_; index = instance. Retries are queued only while !stopping_ and by an execution still counted
+  // in inflight_, so once the destructor has set stopping_ and taken them, no new one appears.
+  std::vector<InstanceState> instances_;
+  int64_t reported_cap_ = 0;  // guarded by mu_: what this scheduler last set weft_oom_batch_cap to
 
   // dynamic_batching { preserve_ordering: true }: answers leave in the order their requests were admitted, an
   // answer that is ready early waiting for the ones before it.

@@ -8,15 +8,19 @@
 #include <map>
 #include <random>
 
+#include "scheduler/testing/answers.h"
 #include "scheduler/testing/fake_instance.h"
+#include "scheduler/testing/manual_executor.h"
 
 namespace weft {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::Answers;
 using testing::FakeInstance;
 using testing::Gate;
 using testing::MakeFloatRequest;
+using testing::ManualExecutor;
 using Clock = std::chrono::steady_clock;
 
 // A model with one FP32 input of variable length, batched up to `max_batch_size`.
@@ -29,51 +33,6 @@ ModelConfig FakeConfig(int max_batch_size = 8, std::optional<DynamicBatchingConf
   c.dynamic_batching = std::move(batching);
   return c;
 }
-
-// Collects the answers by request id. Thread-safe.
-class Answers {
- public:
-  InferenceCallback Callback(std::string id) {
-    return [this, id](Result<InferenceResponse> r) {
-      std::lock_guard lock(mu_);
-      results_[id].push_back(std::move(r));
-      order_.push_back(id);
-      cv_.notify_all();
-    };
-  }
-  // The answer for `id`, waiting for it up to 10 s.
-  Result<InferenceResponse> Wait(const std::string& id) {
-    std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return results_.count(id) > 0; })) {
-      return Internal("no answer for " + id);
-    }
-    return results_[id].front();
-  }
-  bool Has(const std::string& id) {
-    std::lock_guard lock(mu_);
-    return results_.count(id) > 0;
-  }
-  std::vector<std::string> Order() {
-    std::lock_guard lock(mu_);
-    return order_;
-  }
-  // Ids answered other than exactly once, out of `ids`.
-  std::vector<std::string> NotOnce(const std::vector<std::string>& ids) {
-    std::lock_guard lock(mu_);
-    std::vector<std::string> bad;
-    for (const auto& id : ids) {
-      auto it = results_.find(id);
-      if (it == results_.end() || it->second.size() != 1) bad.push_back(id);
-    }
-    return bad;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, std::vector<Result<InferenceResponse>>> results_;  // guarded by mu_
-  std::vector<std::string> order_;                                         // guarded by mu_
-};
 
 class SchedulerTest : public ::testing::Test {
  protected:
@@ -500,60 +459,6 @@ TEST_F(SchedulerTest, StressEveryRequestIsAnsweredOnce) {
   EXPECT_EQ(answered, static_cast<double>(total));
   for (const auto& instance : instances_) EXPECT_FALSE(instance->overlapped());
 }
-
-// An executor with one slot whose batches complete when the test says so, from the test's thread, as a device's
-// completion thread would.
-class ManualExecutor : public InstanceExecutor {
- public:
-  explicit ManualExecutor(ModelInstance* instance) : instance_(instance) {}
-  bool TryAcquireSlot() override {
-    std::lock_guard lock(mu_);
-    if (busy_) return false;
-    busy_ = true;
-    return true;
-  }
-  bool AcquireSlot(std::stop_token stop) override {
-    std::unique_lock lock(mu_);
-    if (!cv_.wait(lock, stop, [this] { return !busy_; })) return false;
-    busy_ = true;
-    return true;
-  }
-  void ReleaseSlot() override {
-    std::lock_guard lock(mu_);
-    busy_ = false;
-    cv_.notify_all();
-  }
-  void Submit(std::vector<Tensor> inputs, ExecutionDone done) override {
-    std::lock_guard lock(mu_);
-    pending_.emplace_back(std::move(inputs), std::move(done));
-    cv_.notify_all();
-  }
-  bool WaitForSubmitted() {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(10), [this] { return !pending_.empty(); });
-  }
-  // Runs and completes the oldest submitted batch; false if none came within 10 s.
-  bool CompleteOne() {
-    std::pair<std::vector<Tensor>, ExecutionDone> batch;
-    {
-      std::unique_lock lock(mu_);
-      if (!cv_.wait_for(lock, std::chrono::seconds(10), [this] { return !pending_.empty(); })) return false;
-      batch = std::move(pending_.front());
-      pending_.erase(pending_.begin());
-    }
-    const SteadyTime now = std::chrono::steady_clock::now();
-    batch.second(instance_->Execute(batch.first), {now, now});
-    ReleaseSlot();
-    return true;
-  }
-
- private:
-  ModelInstance* const instance_;
-  std::mutex mu_;
-  std::condition_variable_any cv_;
-  bool busy_ = false;                                                   // guarded by mu_
-  std::vector<std::pair<std::vector<Tensor>, ExecutionDone>> pending_;  // guarded by mu_
-};
 
 // Gated on completions: while the one slot is taken, requests stay queued and join the next batch.
 TEST_F(SchedulerTest, RequestsWaitInTheQueueUntilTheExecutorHasASlot) {

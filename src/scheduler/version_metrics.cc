@@ -35,6 +35,11 @@ VersionMetrics::VersionMetrics(MetricsRegistry* registry, const std::string& mod
                                             "Time an execution took in the backend.", labels);
   batch_size = registry->GetHistogram("weft_batch_size", "Batch items per execution.", labels,
                                       {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  oom_retries = registry->GetCounter("weft_oom_retries_total",
+                                     "Batches that ran out of memory, split in two and retried.", labels);
+  oom_batch_cap = registry->GetGauge(
+      "weft_oom_batch_cap", "The lowest cap on batch items over the instances after running out of memory; 0 = none.",
+      labels);
   for (uint32_t level = 1; level <= levels; ++level) {
     queue_depth.push_back(registry->GetGauge("weft_queue_depth", "Requests waiting in the queue, by priority level.",
                                              {{"model", model}, {"version", v}, {"level", std::to_string(level)}}));
@@ -52,7 +57,7 @@ void VersionMetrics::Remove(MetricsRegistry* registry, const std::string& model,
   for (const char* name :
        {"weft_inference_request_success_total", "weft_inference_count_total", "weft_inference_exec_count_total",
         "weft_inference_request_duration_seconds", "weft_inference_queue_duration_seconds",
-        "weft_inference_compute_duration_seconds", "weft_batch_size"}) {
+        "weft_inference_compute_duration_seconds", "weft_batch_size", "weft_oom_retries_total", "weft_oom_batch_cap"}) {
     registry->Remove(name, labels);
   }
   // Every level a config may have: another copy of the version may have had more levels than the last one.

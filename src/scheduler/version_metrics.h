@@ -25,6 +25,8 @@ struct VersionMetrics {
   Histogram* compute_duration;
   Histogram* batch_size;            // items per execution
   std::vector<Gauge*> queue_depth;  // queued requests; index = priority level - 1
+  Counter* oom_retries;             // batches split in two and retried after running out of memory
+  Gauge* oom_batch_cap;             // the lowest batch cap over the version's instances after one; 0 = none
 
   // Takes every series of (model, version) out of the exposition, once no scheduler of that version is left (the
   // caller makes sure: the pointers of such a scheduler would dangle).

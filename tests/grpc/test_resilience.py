@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import unittest
 import urllib.error
 import urllib.request
@@ -39,6 +40,9 @@ def write_repository():
         "det_small": model_config("det_small", "identity", {}),
         # Fails every execution and has no fallback.
         "lonely": model_config("lonely", "fault", {"failure_rate": "1", **BREAKER}),
+        # Runs out of memory on batches of more than 4; waits up to 200 ms to form batches of 8.
+        "oomy": model_config("oomy", "fault", {"oom_above_batch": "4"}).replace(
+            'backend: "weft_builtin"', 'backend: "weft_builtin"\ndynamic_batching { max_queue_delay_microseconds: 200000 }'),
     }
     for name, config in models.items():
         os.makedirs(os.path.join(root, name, "1"))
@@ -107,6 +111,24 @@ class ResilienceTest(unittest.TestCase):
         self.assertGreaterEqual(int(trailers["retry-after"]), 1)
         self.assertGreater(int(trailers["grpc-retry-pushback-ms"]), 0)
         self.assertEqual(self.server.metric("weft_breaker_rejected_total", model="lonely", version="1"), 2)
+
+    def test_a_batch_that_runs_out_of_memory_is_split_and_every_request_answered(self):
+        results = [None] * 8
+
+        def send(i):
+            results[i] = http_infer(self.server, "oomy", [float(i), 0.0, 0.0, 0.0])
+
+        threads = [threading.Thread(target=send, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i, (status, _, body) in enumerate(results):
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["outputs"][0]["data"][0], float(i))
+        # The batch of 8 (whatever formed above 4) ran out of memory and was retried as two halves of at most 4.
+        self.assertGreaterEqual(self.server.metric("weft_oom_retries_total", model="oomy", version="1"), 1)
+        self.assertEqual(self.server.metric("weft_breaker_state", model="oomy", version="1"), 0)
 
 
 if __name__ == "__main__":

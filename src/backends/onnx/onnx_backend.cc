@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "backends/common/model_checks.h"
+#include "backends/onnx/opencv_errors.h"
 
 namespace weft {
 namespace {
@@ -26,7 +27,8 @@ class OnnxInstance : public ModelInstance {
     try {
       return Run(inputs);
     } catch (const std::exception& e) {
-      return Internal("model '" + config_.name + "': " + e.what());
+      // The outputs' copies allocate too: a std::bad_alloc or OpenCV's StsNoMem is out of memory.
+      return OpenCvExecutionError(e, config_.name, OpenCvStage::kOther);
     }
   }
 
@@ -39,14 +41,15 @@ class OnnxInstance : public ModelInstance {
         net_.setInput(mat, config_.inputs[i].name);
       }
     } catch (const cv::Exception& e) {
-      return Internal("model '" + config_.name + "': cannot set the inputs: " + Message(e));
+      return OpenCvExecutionError(e, config_.name, OpenCvStage::kSetInputs);
     }
     std::vector<cv::Mat> results;
     try {
       net_.forward(results, output_names_);
     } catch (const cv::Exception& e) {
-      // The inputs matched the config, so what the model rejects is what the config leaves open (a -1 dim).
-      return InvalidArgument("model '" + config_.name + "' rejected its inputs: " + Message(e));
+      // The inputs matched the config, so what the model rejects is what the config leaves open (a -1 dim); unless
+      // the Net could not allocate its blobs, which is the server's (and the scheduler retries smaller batches).
+      return OpenCvExecutionError(e, config_.name, OpenCvStage::kForward);
     }
     return ToOutputs(results, BatchSize(config_, inputs));
   }

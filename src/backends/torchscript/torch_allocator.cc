@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "backends/torchscript/torch_errors.h"
 #include "base/large_buffer.h"
 
 namespace weft {
@@ -46,7 +47,8 @@ void Release(void* data) {
 c10::DataPtr Allocate(size_t n) {
   if (n < kLargeBufferBytes) return c10::GetDefaultCPUAllocator()->allocate(n);
   void* data = MapLargeBuffer(n);
-  TORCH_CHECK(data != nullptr, "weft: cannot map ", n, " bytes for a tensor: out of memory");
+  // An OutOfMemoryError, and a marker that survives the TorchScript interpreter's rethrow as text.
+  TORCH_CHECK_WITH(OutOfMemoryError, data != nullptr, kWeftTorchOutOfMemory, ": cannot map ", n, " bytes for a tensor");
   {
     std::lock_guard lock(large_mu);
     LargeBuffers().emplace(data, n);

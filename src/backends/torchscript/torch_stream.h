@@ -21,4 +21,10 @@ class TorchStreamScope {
 };
 std::unique_ptr<TorchStreamScope> EnterTorchStream(const ExecutionStream& stream);
 
+// Gives the blocks that torch's CUDA caching allocator holds unused back to the driver, on every device: after an
+// execution ran out of memory, its retry (and the other models on the device) find them free, where a fragmented
+// cache would fail them again. Blocks still in use, or recorded on a stream that has not reached them, stay.
+// Thread-safe; it synchronizes the devices, so call it only after a failure. Does nothing for a CPU libtorch.
+void ReleaseTorchCudaCache();
+
 }  // namespace weft

@@ -7,4 +7,6 @@ bool TorchCudaAvailable() { return false; }
 
 std::unique_ptr<TorchStreamScope> EnterTorchStream(const ExecutionStream&) { return nullptr; }
 
+void ReleaseTorchCudaCache() {}
+
 }  // namespace weft

@@ -1,4 +1,5 @@
 // A libtorch with CUDA: the multiplexer's stream becomes torch's current stream for the execution.
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/cuda.h>
@@ -26,5 +27,7 @@ std::unique_ptr<TorchStreamScope> EnterTorchStream(const ExecutionStream& stream
                                                    static_cast<c10::DeviceIndex>(stream.device_id));
   return std::make_unique<CudaStreamScope>(external);
 }
+
+void ReleaseTorchCudaCache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
 }  // namespace weft

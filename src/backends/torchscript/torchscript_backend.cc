@@ -10,6 +10,7 @@
 
 #include "backends/common/model_checks.h"
 #include "backends/torchscript/torch_allocator.h"
+#include "backends/torchscript/torch_errors.h"
 #include "backends/torchscript/torch_stream.h"
 #include "base/log.h"
 
@@ -53,17 +54,6 @@ std::optional<DataType> WeftType(c10::ScalarType type) {
 
 // torch messages carry a C++ backtrace that is noise to a client; what_without_backtrace() drops it.
 std::string Message(const c10::Error& e) { return e.what_without_backtrace(); }
-
-// An error inside forward() comes with the TorchScript traceback: the model's source and the paths of the machine
-// that exported it, then the error itself on the last line. Clients get that last line; the log gets it all.
-std::string ForwardMessage(const std::string& message) {
-  if (message.find("TorchScript interpreter") == std::string::npos) return message;
-  size_t end = message.find_last_not_of("\n ");
-  if (end == std::string::npos) return message;
-  size_t newline = message.rfind('\n', end);
-  size_t begin = newline == std::string::npos ? 0 : newline + 1;
-  return message.substr(begin, end + 1 - begin);
-}
 
 Result<int64_t> IntraOpThreads(const ModelConfig& config) {
   WEFT_ASSIGN_OR_RETURN(int64_t threads, NonNegativeIntParameter(config, "intra_op_threads", 1));
@@ -149,26 +139,32 @@ class TorchScriptInstance : public ModelInstance {
       c10::IValue result;
       try {
         result = module_.forward(std::move(arguments));
-      } catch (const c10::Error& e) {
-        return ForwardError(Message(e));
       } catch (const std::exception& e) {
-        // The interpreter rethrows errors from inside the script as std::runtime_error.
-        return ForwardError(e.what());
+        // c10::Error from an operator, or the std::runtime_error the interpreter rethrows errors from inside the
+        // script as; either may be an allocation that failed.
+        return ExecutionError(e, TorchStage::kForward);
       }
       WEFT_ASSIGN_OR_RETURN(std::vector<torch::Tensor> results, Flatten(result));
       return ToOutputs(std::move(results), BatchSize(config_, inputs), on_stream);
-    } catch (const c10::Error& e) {
-      return Internal("model '" + config_.name + "': " + Message(e));
     } catch (const std::exception& e) {
-      return Internal("model '" + config_.name + "': " + e.what());
+      // The copies to and from the device and the pinned stages allocate too.
+      return ExecutionError(e, TorchStage::kOther);
     }
   }
 
  private:
-  // The inputs matched the config, so what the model rejects is what the config leaves open (a -1 dim, a value).
-  Status ForwardError(const std::string& message) const {
-    WEFT_LOG(Debug) << "model '" << config_.name << "': forward() failed: " << message;
-    return InvalidArgument("model '" + config_.name + "' rejected its inputs: " + ForwardMessage(message));
+  // Inside forward() the inputs matched the config, so what the model rejects is what the config leaves open (a -1
+  // dim, a value); out of memory is the server's, wherever it happens. The scheduler retries a batch that ran out of
+  // memory in two halves: on a GPU the cached blocks go back first, so that the halves do not fail on a cache that
+  // the failed attempt filled or fragmented.
+  Status ExecutionError(const std::exception& e, TorchStage stage) const {
+    // The log gets the whole message, with the TorchScript traceback that the status leaves out.
+    const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
+    WEFT_LOG(Debug) << "model '" << config_.name
+                    << "': execution failed: " << (torch_error ? Message(*torch_error) : e.what());
+    Status status = TorchExecutionError(e, config_.name, stage);
+    if (status.code() == StatusCode::kOutOfMemory && device_.is_cuda()) ReleaseTorchCudaCache();
+    return status;
   }
 
   // May throw c10::Error (device copies, contiguous()). `async`: device results are copied into pinned host memory

@@ -310,6 +310,20 @@ TEST_F(TorchScriptBackendTest, ExceptionInsideTheModelIsAStatus) {
   EXPECT_THAT(out.status().message(), HasSubstr("too big"));
 }
 
+// A failed allocation inside forward() is out of memory, not the model rejecting its inputs (the scheduler retries
+// it in smaller batches). 2^60 bytes exceed any address space, so the allocation fails at once, touching nothing.
+TEST_F(TorchScriptBackendTest, FailedAllocationInsideTheModelIsOutOfMemory) {
+  SaveScript("def forward(self, x):\n    return x.new_empty([1 << 58])\n");
+  auto instance = Load(ScriptedConfig(DataType::kFp32), dir_);
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  std::byte* data;
+  Tensor input = Tensor::Allocate("x", DataType::kFp32, {1, 1}, &data);
+  auto out = (*instance)->Execute({&input, 1});
+  EXPECT_EQ(out.status().code(), StatusCode::kOutOfMemory);
+  EXPECT_THAT(out.status().message(), HasSubstr("model 'scripted' ran out of memory: "));
+  EXPECT_THAT(out.status().message(), HasSubstr("1152921504606846976 bytes"));
+}
+
 // Making the backend routes torch's large CPU allocations through MapLargeBuffer (given back in slices on free);
 // small ones stay with torch's default allocator, and the raw allocation API works for both.
 TEST(TorchLargeBufferAllocatorTest, LargeTensorsAreMappedOnTheirOwnAndGivenBack) {

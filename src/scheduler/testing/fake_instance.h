@@ -20,6 +20,11 @@ class Gate {
     open_ = true;
     cv_.notify_all();
   }
+  // Holds the executions that reach it from now on.
+  void Close() {
+    std::lock_guard lock(mu_);
+    open_ = false;
+  }
   void Wait() {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [this] { return open_; });
