@@ -10,6 +10,9 @@
      answer turned away by the open breaker; from healing to the first answer from det again (the breaker half-
      opens when its open period ends and its probes succeed). Run with the default periods and short ones.
 
+  C. Degradation: det (10 ms per batch of up to 4, about 400 requests/s) offered twice its capacity, every request
+     with a 50 ms deadline, with and without weft.degrade_to det_small: requests answered in time.
+
 Each setup runs on a fresh `weft serve` (fresh breakers). Prints the report, or one JSON object with --json.
 """
 
@@ -206,9 +209,52 @@ def timeline(open_ms, max_open_ms, failing_s):
         shutil.rmtree(root, ignore_errors=True)
 
 
+def degradation(rate, seconds, deadline_ms):
+    """det at about 400 requests/s of capacity (10 ms per batch of up to 4), offered `rate`, every request with a
+    deadline; with and without weft.degrade_to. A client-side timeout at the deadline makes every success one
+    that came in time."""
+    rows = []
+    for setup, parameters in (("no degrade_to", {}), ("degrade_to det_small", {"weft.degrade_to": "det_small"})):
+        root = tempfile.mkdtemp(prefix="weft_degrade_bench_")
+        try:
+            det = config("det", "fault", [("INPUT0", 4)], [("OUTPUT0", 4)],
+                         {"delay_us": "10000", **parameters}, queue_delay_us=1000)
+            det = det.replace("max_batch_size: 8", "max_batch_size: 4").replace(
+                "dynamic_batching { max_queue_delay_microseconds: 1000 }",
+                "dynamic_batching { max_queue_delay_microseconds: 1000 "
+                "default_queue_policy { allow_timeout_override: true } }")
+            small = config("det_small", "identity", [("INPUT0", 4)], [("OUTPUT0", 4)], {})
+            for name, text in (("det", det), ("det_small", small)):
+                os.makedirs(os.path.join(root, name, "1"))
+                with open(os.path.join(root, name, "config.pbtxt"), "w") as f:
+                    f.write(text)
+            with Server(root) as server:
+                out = subprocess.run(
+                    [WEFT, "bench", "--url", f"http://127.0.0.1:{server.port}", "--model", "det",
+                     "--request-rate", str(rate), "--duration", str(seconds), "--warmup", "2",
+                     "--timeout-us", str(deadline_ms * 1000), "--request-timeout", str(deadline_ms / 1000),
+                     "--max-connections", "512", "--json", "-q"],
+                    check=True, capture_output=True, text=True).stdout
+                result = json.loads(out)
+                sent = result["sent"]
+                rows.append({
+                    "setup": setup, "rate": rate, "deadline_ms": deadline_ms, "sent": sent,
+                    "in_time_per_s": result["throughput"]["requests_per_s"],
+                    "in_time_share": result["successes"] / sent if sent else 0.0,
+                    "p99_ms": result["latency_ms"]["p99"],
+                    "outcomes": {code: o["count"] for code, o in result["outcomes"].items() if o["count"]},
+                    "by_det": server.metric("weft_inference_request_success_total", model="det"),
+                    "degraded": server.metric("weft_degraded_answers_total", model="det"),
+                })
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="AB")
+    parser.add_argument("--only", default="ABC")
+    parser.add_argument("--overload-rate", type=int, default=800, help="C: requests per second (det's capacity: ~400)")
     parser.add_argument("--rate", type=int, default=500, help="A: requests per second (det's capacity: ~2000)")
     parser.add_argument("--seconds", type=int, default=10, help="A: measured seconds per run")
     parser.add_argument("--json", action="store_true")
@@ -218,6 +264,8 @@ def main():
         report["steady"] = steady(args.rate, args.seconds, (0.05, 0.5, 1.0))
     if "B" in args.only:
         report["timeline"] = [timeline(None, None, 8), timeline(500, 4000, 8)]
+    if "C" in args.only:
+        report["degradation"] = degradation(args.overload_rate, args.seconds, 50)
     if args.json:
         print(json.dumps(report, indent=1))
         return
@@ -228,6 +276,10 @@ def main():
         for r in report["steady"]:
             print(f"{r['failure_rate']:>8.0%} {r['setup']:<20} {r['error_rate']:>8.2%} {r['goodput_per_s']:>10.1f} "
                   f"{r['p99_ms']:>8.2f} {r['breaker_opened']:>7.0f} {r['fallback_answers']:>9.0f}  {r['outcomes']}")
+    for r in report.get("degradation", []):
+        print(f"C. {r['setup']:<22} offered {r['rate']}/s, deadline {r['deadline_ms']} ms: {r['in_time_per_s']:.1f}/s "
+              f"in time ({r['in_time_share']:.1%} of {r['sent']}), p99 {r['p99_ms']:.2f} ms, det answered "
+              f"{r['by_det']:.0f}, degraded {r['degraded']:.0f}; {r['outcomes']}")
     for t in report.get("timeline", []):
         print(f"B. open {t['open_ms']} ms (max {t['max_open_ms']} ms), failing for {t['failing_s']} s: opened after "
               f"{t['opened_after_ms']:.1f} ms; closed {t['closed_after_healing_ms']:.0f} ms after healing; "
