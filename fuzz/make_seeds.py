@@ -373,6 +373,24 @@ input { name: "x" data_type: TYPE_FP32 dims: [ -1, 4611686018427387903 ] }
 output { name: "y" data_type: TYPE_FP32 dims: [ -1 ] }
 ''',
     "syntax_error": 'name: "e" input { name: "x" data_type: TYPE_NOPE dims: [ 1 ',
+    # weft's resilience parameters, each at a value that parses; the fuzzer moves them out of range.
+    "resilience": '''name: "det" max_batch_size: 8 backend: "weft_builtin"
+input { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }
+output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }
+parameters { key: "builtin" value: { string_value: "fault" } }
+parameters { key: "failure_rate" value: { string_value: "0.5" } }
+parameters { key: "weft.breaker.enabled" value: { string_value: "true" } }
+parameters { key: "weft.breaker.window_calls" value: { string_value: "100" } }
+parameters { key: "weft.breaker.window_ms" value: { string_value: "10000" } }
+parameters { key: "weft.breaker.minimum_calls" value: { string_value: "10" } }
+parameters { key: "weft.breaker.failure_rate" value: { string_value: "0.25" } }
+parameters { key: "weft.breaker.consecutive_failures" value: { string_value: "3" } }
+parameters { key: "weft.breaker.open_ms" value: { string_value: "1000" } }
+parameters { key: "weft.breaker.max_open_ms" value: { string_value: "8000" } }
+parameters { key: "weft.breaker.half_open_probes" value: { string_value: "2" } }
+parameters { key: "weft.fallback_models" value: { string_value: "det_small, det_cpu" } }
+parameters { key: "weft.degrade_to" value: { string_value: "det_small" } }
+''',
 }
 
 
@@ -437,6 +455,12 @@ def dictionaries():
                + [":", "{", "}", "[", "]", "<", ">", ",", ";", "#", '"', "[ ]", ": { }", "-1"] + NUMBERS
                + ["1048576", "1025", "true", "false", "pytorch_libtorch", "onnxruntime_onnx", "weft_builtin",
                   "builtin"]
+               # weft's resilience parameters (model/resilience_config.cc) and the fault model's.
+               + ["weft.breaker." + k for k in ("enabled", "window_calls", "window_ms", "minimum_calls",
+                                                 "failure_rate", "consecutive_failures", "open_ms", "max_open_ms",
+                                                 "half_open_probes")]
+               + ["weft.fallback_models", "weft.degrade_to", "weft.execution_timeout_ms", "fault", "failure_rate",
+                  "oom_above_batch"]
                # The JSON form (ParseModelConfigJson): the lowerCamelCase names protobuf's JSON parser also takes,
                # and JSON syntax.
                + sorted({re.sub(r"_(\w)", lambda m: m.group(1).upper(), f) for f in fields if "_" in f})
