@@ -438,9 +438,26 @@ Result<VersionHandle> Engine::StartCopy(std::shared_ptr<LoadedVersion> loaded, s
           },
       .executors = std::move(executors),
   };
+  WEFT_ASSIGN_OR_RETURN(ResilienceConfig resilience, ParseResilienceConfig(config));
+  scheduler_options.execution_timeout = resilience.execution_timeout;
+  if (resilience.execution_timeout.count() > 0 && loaded->backend) {
+    // A fresh instance in place of one quarantined after an execution overran, with a lane of its own. The
+    // scheduler owns what this makes and destroys it before `loaded` and the multiplexer.
+    scheduler_options.replace_instance =
+        [loaded = loaded.get(), multiplexer = impl_->multiplexer.get()](size_t index) -> Result<InstanceReplacement> {
+      InstanceReplacement replacement;
+      WEFT_ASSIGN_OR_RETURN(replacement.instance,
+                            loaded->backend->CreateInstance(loaded->config, loaded->dir, static_cast<int>(index)));
+      if (multiplexer) {
+        WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Lane> lane,
+                              multiplexer->AddInstance(loaded->config, loaded->version, replacement.instance.get()));
+        replacement.executor = std::make_unique<LaneExecutor>(std::move(lane));
+      }
+      return replacement;
+    };
+  }
   WEFT_ASSIGN_OR_RETURN(parts.scheduler,
                         Scheduler::Create(config, std::move(instances), std::move(scheduler_options), impl_->metrics));
-  WEFT_ASSIGN_OR_RETURN(ResilienceConfig resilience, ParseResilienceConfig(config));
   parts.guard = std::make_unique<VersionGuard>(config.name, loaded->version, resilience.breaker, impl_->metrics);
   parts.fallback_models = std::move(resilience.fallback_models);
   parts.degrade_to = std::move(resilience.degrade_to);

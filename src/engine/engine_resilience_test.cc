@@ -73,12 +73,15 @@ const std::map<std::string, std::string> kQuickBreaker = {
 
 class EngineResilienceTest : public ::testing::Test {
  protected:
-  void Serve(const ModelConfig& config, float offset, FakeModel* model, milliseconds delay = milliseconds(0)) {
+  // `edit` changes the version before it starts (its instances, its backend).
+  void Serve(const ModelConfig& config, float offset, FakeModel* model, milliseconds delay = milliseconds(0),
+             std::function<void(LoadedVersion&)> edit = nullptr) {
     auto loaded = std::make_shared<LoadedVersion>();
     loaded->version = 1;
     loaded->config = config;
     loaded->instances.push_back(
         std::make_unique<SwitchableInstance>(offset, &model->failing, &model->executions, delay));
+    if (edit) edit(*loaded);
     Result<VersionHandle> handle = engine_.StartVersion(loaded);
     ASSERT_TRUE(handle.ok()) << handle.status().ToString();
     auto route = std::make_shared<ModelRoute>();
@@ -294,6 +297,65 @@ TEST_F(EngineResilienceTest, ConcurrentClientsSeeNoServerErrorWhileAFallbackCanA
   flipper.join();
   EXPECT_EQ(answered.load(), kClients * kEach);
   EXPECT_EQ(errors.load(), 0);
+}
+
+// An instance that hangs in its first execution until `release` is ready.
+class HangingInstance : public ModelInstance {
+ public:
+  explicit HangingInstance(std::shared_future<void> release) : release_(std::move(release)) {}
+  Result<std::vector<Tensor>> Execute(std::span<const Tensor> inputs) override {
+    release_.wait();
+    return Internal("released late");
+  }
+
+ private:
+  std::shared_future<void> release_;
+};
+
+// Creates SwitchableInstances of `model` that add 100.
+class ReplacingBackend : public Backend {
+ public:
+  explicit ReplacingBackend(FakeModel* model) : model_(model) {}
+  Status Validate(const ModelConfig&) const override { return Status::Ok(); }
+  Result<std::unique_ptr<ModelInstance>> CreateInstance(const ModelConfig&, const std::filesystem::path&,
+                                                        int) const override {
+    created_.fetch_add(1);
+    return std::unique_ptr<ModelInstance>(
+        std::make_unique<SwitchableInstance>(100, &model_->failing, &model_->executions, milliseconds(0)));
+  }
+  std::string DefaultModelFilename() const override { return ""; }
+  int created() const { return created_.load(); }
+
+ private:
+  FakeModel* const model_;
+  mutable std::atomic<int> created_{0};
+};
+
+TEST_F(EngineResilienceTest, AHungExecutionIsAnsweredAtTheLimitAndItsInstanceReplacedFromTheBackend) {
+  FakeModel det;
+  std::promise<void> release;
+  auto backend = std::make_shared<ReplacingBackend>(&det);
+  Serve(Config("det", {{"weft.execution_timeout_ms", "50"}}), 10, &det, milliseconds(0), [&](LoadedVersion& loaded) {
+    loaded.instances[0] = std::make_unique<HangingInstance>(release.get_future().share());
+    loaded.backend = backend;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Result<InferenceResponse> hung = Infer("det");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(50));
+  EXPECT_EQ(hung.status().code(), StatusCode::kInternal) << hung.status().ToString();
+  EXPECT_NE(hung.status().message().find("weft.execution_timeout_ms (50 ms)"), std::string::npos)
+      << hung.status().message();
+  // The instance that hangs still hangs; the fresh one from the backend answers.
+  Result<InferenceResponse> next = Infer("det", 1);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(Value(*next), 101);
+  EXPECT_EQ(backend->created(), 1);
+  EXPECT_TRUE(Exposes("weft_execution_timeouts_total{model=\"det\",version=\"1\"} 1"));
+  for (int i = 0; i < 1000 && !Exposes("weft_instances_replaced_total{model=\"det\",version=\"1\"} 1"); ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_TRUE(Exposes("weft_instances_replaced_total{model=\"det\",version=\"1\"} 1"));
+  release.set_value();  // the hung execution returns; the engine's teardown waits for it
 }
 
 }  // namespace

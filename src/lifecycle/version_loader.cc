@@ -44,6 +44,7 @@ LoadOutcome LoadOneVersion(const LoadJob& job, const BackendRegistry& backends, 
   Result<std::shared_ptr<LoadedVersion>> loaded = LoadVersion(*job.config, **backend, job.model_dir, job.version);
   out.load_seconds = SecondsSince(start);
   if (!loaded.ok()) return fail("instances", loaded.status());
+  (*loaded)->backend = *backend;
 
   start = std::chrono::steady_clock::now();
   Status warm = WarmUpVersion(**loaded);

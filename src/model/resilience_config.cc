@@ -17,6 +17,7 @@ constexpr std::string_view kEnabledKey = "weft.breaker.enabled";
 constexpr std::string_view kFailureRateKey = "weft.breaker.failure_rate";
 constexpr std::string_view kFallbackKey = "weft.fallback_models";
 constexpr std::string_view kDegradeKey = "weft.degrade_to";
+constexpr std::string_view kExecutionTimeoutKey = "weft.execution_timeout_ms";
 // A config may come from a client (the repository API's load override): messages quote at most this much of it.
 constexpr size_t kMaxQuotedBytes = 64;
 
@@ -184,6 +185,12 @@ Result<ResilienceConfig> ParseResilienceConfig(const ModelConfig& config) {
       WEFT_ASSIGN_OR_RETURN(out.fallback_models, ParseFallbackModels(value, config.name));
     } else if (key == kDegradeKey) {
       WEFT_ASSIGN_OR_RETURN(out.degrade_to, ParseDegradeTo(value, config.name));
+    } else if (key == kExecutionTimeoutKey) {
+      std::optional<uint64_t> millis = ParseUnsigned(Trim(value));
+      if (!millis || *millis > static_cast<uint64_t>(kMaxMillis)) {
+        return BadValue(key, "milliseconds in [0, 3600000] (0 = no limit)", Quoted(value));
+      }
+      out.execution_timeout = std::chrono::milliseconds(*millis);
     }
   }
   // Each value is in range by now; what is left are the rules between fields.

@@ -53,17 +53,20 @@ struct ResilienceConfig {
   // weft.degrade_to: the cheaper model a request goes to when this one's expected latency would make it miss its
   // deadline; empty = none. Checked like a fallback.
   std::string degrade_to;
+  // weft.execution_timeout_ms: an execution that runs longer answers its requests with an error at this limit, and
+  // its instance is replaced (Scheduler::Options::execution_timeout); 0 = no limit. At most an hour.
+  std::chrono::milliseconds execution_timeout{0};
 
   friend bool operator==(const ResilienceConfig&, const ResilienceConfig&) = default;
 };
 
-// Parses the "weft.breaker.*", "weft.fallback_models" and "weft.degrade_to" parameters; absent ones keep their
-// defaults. Numbers are parsed strictly (the whole value, surrounding whitespace aside; no sign, no trailing
-// characters, no overflow). InvalidArgument naming the parameter for a malformed or out-of-range value, for an unknown
-// key that starts with "weft.breaker." (a typo must not silently leave the default), and for a fallback list with an
-// empty name, a duplicate or the model itself, and for a weft.degrade_to that names the model itself or more than one
-// model. An empty (or all-blank) weft.fallback_models is an empty list. Messages quote at most 64 bytes of any value or
-// key. ValidateModelConfig calls this, so a config that loaded parses.
+// Parses the "weft.breaker.*", "weft.fallback_models", "weft.degrade_to" and "weft.execution_timeout_ms" parameters;
+// absent ones keep their defaults. Numbers are parsed strictly (the whole value, surrounding whitespace aside; no sign,
+// no trailing characters, no overflow). InvalidArgument naming the parameter for a malformed or out-of-range value, for
+// an unknown key that starts with "weft.breaker." (a typo must not silently leave the default), and for a fallback list
+// with an empty name, a duplicate or the model itself, and for a weft.degrade_to that names the model itself or more
+// than one model. An empty (or all-blank) weft.fallback_models is an empty list. Messages quote at most 64 bytes of any
+// value or key. ValidateModelConfig calls this, so a config that loaded parses.
 Result<ResilienceConfig> ParseResilienceConfig(const ModelConfig& config);
 
 // The ranges above and the rules between fields (minimum_calls <= window_calls for a count-based window,

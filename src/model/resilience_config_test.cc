@@ -256,5 +256,25 @@ TEST(ResilienceConfigTest, DegradeToNamesOneOtherModel) {
   EXPECT_NE(two.status().message().find("weft.degrade_to"), std::string::npos) << two.status().message();
 }
 
+TEST(ResilienceConfigTest, ExecutionTimeoutIsWholeMillisecondsUpToAnHour) {
+  ModelConfig config;
+  config.name = "det";
+  EXPECT_EQ(ParseResilienceConfig(config)->execution_timeout, milliseconds(0));
+  config.parameters["weft.execution_timeout_ms"] = " 250 ";
+  EXPECT_EQ(ParseResilienceConfig(config)->execution_timeout, milliseconds(250));
+  config.parameters["weft.execution_timeout_ms"] = "0";
+  EXPECT_EQ(ParseResilienceConfig(config)->execution_timeout, milliseconds(0));
+  config.parameters["weft.execution_timeout_ms"] = "3600000";
+  EXPECT_EQ(ParseResilienceConfig(config)->execution_timeout, milliseconds(3600000));
+  for (const std::string value : {"3600001", "-1", "+5", "1.5", "50ms", "", "  ", "99999999999999999999999"}) {
+    SCOPED_TRACE("'" + value + "'");
+    const std::string message = ErrorOf({{"weft.execution_timeout_ms", value}});
+    EXPECT_NE(message.find("parameters 'weft.execution_timeout_ms': expected milliseconds in [0, 3600000]"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("got '" + value + "'"), std::string::npos) << message;
+  }
+}
+
 }  // namespace
 }  // namespace weft

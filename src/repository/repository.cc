@@ -73,6 +73,7 @@ Status LoadModelInto(const RepositoryOptions& options, const fs::path& model_dir
   for (int64_t version : selected) {
     Result<std::shared_ptr<LoadedVersion>> loaded = LoadVersion(config, **backend, model_dir, version);
     if (loaded.ok()) {
+      (*loaded)->backend = *backend;
       entry->versions.push_back(std::move(*loaded));
     } else {
       entry->failed_versions.emplace_back(version, loaded.status());

@@ -19,12 +19,16 @@ namespace weft {
 using ConfigParser = std::function<Result<ModelConfig>(const std::filesystem::path& config_file)>;
 
 // One version of a model, loaded: its config and its instances. Immutable once built, except that each
-// instance is used by one thread at a time (the engine's runner for that instance).
+// instance is used by one thread at a time (the engine's runner for that instance). An instance that the scheduler
+// quarantines (weft.execution_timeout_ms) stays here until the version is torn down; its replacement belongs to the
+// scheduler.
 struct LoadedVersion {
   int64_t version = 0;
   ModelConfig config;
   std::filesystem::path dir;
   std::vector<std::unique_ptr<ModelInstance>> instances;
+  // What created the instances, to create a replacement later; null when the version was built by hand (tests).
+  std::shared_ptr<const Backend> backend;
 };
 
 // What the repository knows about one model directory.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
+#include <optional>
 #include <system_error>
 
 #include "base/log.h"
@@ -27,6 +28,7 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
       queue_(queue_options_),
       reported_depth_(queue_options_.levels.size(), 0),
       instances_(instance_count_),
+      serving_(instance_count_),
       preserve_ordering_(config_.dynamic_batching && config_.dynamic_batching->preserve_ordering) {
   std::vector<InstanceExecutor*> executors = options_.executors;
   if (executors.empty()) {
@@ -37,7 +39,9 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
   }
   WEFT_CHECK(executors.size() == instances.size()) << "model '" << config_.name << "': " << executors.size()
                                                    << " executors for " << instances.size() << " instances";
+  std::lock_guard lock(mu_);
   for (size_t i = 0; i < executors.size(); ++i) {
+    instances_[i].number = i;
     threads_.emplace_back([this, i, executor = executors[i]](std::stop_token stop) { Serve(stop, i, executor); });
   }
   threads_.emplace_back([this](std::stop_token stop) { RunTimer(stop); });
@@ -73,8 +77,14 @@ Scheduler::~Scheduler() {
   }
   for (auto& e : left) Answer(*e, Unavailable("the server is shutting down"));
   left.clear();
-  // Stopping wakes the waiting threads; an instance in an execution finishes and answers it first.
-  threads_.clear();
+  // Stopping wakes the waiting threads; an instance in an execution finishes and answers it first. With stopping_
+  // set no thread is added (a replacement being created is dropped), so these are all of them.
+  std::vector<std::jthread> threads;
+  {
+    std::lock_guard lock(mu_);
+    threads.swap(threads_);
+  }
+  threads.clear();
   {
     // Executions submitted to a device answer from its completion thread.
     std::unique_lock lock(mu_);
@@ -145,6 +155,7 @@ Status Scheduler::AdmitLocked(std::unique_ptr<QueueEntry>& entry, SteadyTime now
   const InferenceRequest& request = *entry->request;
   if (stopping_) return Unavailable("the server is shutting down");
   if (instance_count_ == 0) return Unavailable("model '" + config_.name + "' has no instances");
+  if (serving_ == 0 && replacing_ == 0) return NoInstanceLeft();
   if (request.cancel->cancelled()) return Cancelled("the client went away before the request was queued");
   entry->level = queue_.LevelOf(request);
   entry->deadline = queue_.DeadlineOf(request, entry->level, now);
@@ -197,6 +208,23 @@ void Scheduler::QueueChangedLocked() {
   }
 }
 
+// A batch between its submission and its answers.
+struct Scheduler::InFlight {
+  size_t instance = 0;
+  Attempt attempt = Attempt::kFirst;
+  Entries entries;
+  std::vector<int64_t> batch_sizes;
+  int64_t items = 0;
+  // A first attempt of several requests keeps its joined inputs (another reference, no copy) until it completes:
+  // should it run out of memory, each request gets its inputs back from them as views for the retry.
+  std::vector<Tensor> inputs;
+  // With Options::execution_timeout: its place in watched_ (valid while there), and whether the watchdog answered
+  // its requests (guarded by mu_; then the completion only cleans up).
+  bool watched = false;
+  std::multimap<SteadyTime, std::shared_ptr<InFlight>>::iterator watch;
+  bool overran = false;
+};
+
 void Scheduler::Serve(std::stop_token stop, size_t instance, InstanceExecutor* executor) {
   const size_t snapshot_size =
       batch_policy_.dynamic_batching ? static_cast<size_t>(batch_policy_.max_batch_size) + 1 : 1;
@@ -205,8 +233,11 @@ void Scheduler::Serve(std::stop_token stop, size_t instance, InstanceExecutor* e
   Entries expired;
   bool have_slot = false;  // a slot of the executor, taken for the batch about to be popped
   std::unique_lock lock(mu_);
+  const InstanceState& state = instances_[instance];
   std::deque<Entries>& retries = instances_[instance].retries;
-  while (!stop.stop_requested()) {
+  // A quarantined instance takes no more work: its thread ends here, once its execution has returned (inline) or
+  // as soon as it sees it (a lane's slot would only queue a batch behind the one that hangs).
+  while (!stop.stop_requested() && !state.quarantined) {
     // Checked here as well as by the timer, which may run late: an expired request must never start.
     const SteadyTime now = std::chrono::steady_clock::now();
     if (queue_.Expire(now, &expired)) {
@@ -283,10 +314,14 @@ void Scheduler::Serve(std::stop_token stop, size_t instance, InstanceExecutor* e
 void Scheduler::RunTimer(std::stop_token stop) {
   Entries expired;
   Entries cancelled;
+  std::vector<Overrun> overruns;
+  Entries orphans;
   std::unique_lock lock(mu_);
   while (!stop.stop_requested()) {
     auto woken = [this] { return timer_dirty_ || !cancelled_.empty(); };
-    if (std::optional<SteadyTime> next = queue_.NextDeadline()) {
+    std::optional<SteadyTime> next = queue_.NextDeadline();
+    if (!watched_.empty() && (!next || watched_.begin()->first < *next)) next = watched_.begin()->first;
+    if (next) {
       timer_wake_.wait_until(lock, stop, *next, woken);
     } else {
       timer_wake_.wait(lock, stop, woken);
@@ -297,15 +332,164 @@ void Scheduler::RunTimer(std::stop_token stop) {
     const bool changed = queue_.Expire(now, &expired);
     if (changed) QueueChangedLocked();
     cancelled.swap(cancelled_);
-    if (!changed && cancelled.empty()) continue;
+    TimeOutExecutionsLocked(now, &overruns, &orphans);
+    if (!changed && cancelled.empty() && overruns.empty() && orphans.empty()) continue;
     lock.unlock();
-    // A DELAY level's reordering or a removed head can change what an instance should run.
-    if (changed) work_changed_.notify_all();
+    // A DELAY level's reordering or a removed head can change what an instance should run; a quarantined
+    // instance's thread must see it is.
+    if (changed || !overruns.empty()) work_changed_.notify_all();
     AnswerExpired(expired, now);
     for (auto& e : cancelled) Answer(*e, Cancelled("the client went away while the request was queued"));
     cancelled.clear();  // destroys the cancel registrations outside the lock
+    for (Overrun& overrun : overruns) {
+      if (!overrun.log.empty()) {
+        WEFT_LOG(Warning) << overrun.log;
+      }
+      for (auto& e : overrun.entries) {
+        if (e->request->cancel->cancelled()) {
+          Answer(*e, Cancelled("the client went away while the request ran; its execution overran its limit"));
+        } else {
+          Answer(*e, overrun.status);
+        }
+      }
+    }
+    overruns.clear();
+    AnswerOrphans(orphans);
     lock.lock();
   }
+}
+
+void Scheduler::TimeOutExecutionsLocked(SteadyTime now, std::vector<Overrun>* overruns, Entries* orphans) {
+  if (watched_.empty() || watched_.begin()->first > now) return;
+  const std::string where = "model '" + config_.name + "' version " + std::to_string(options_.version) + ": ";
+  const std::string limit = "weft.execution_timeout_ms (" + std::to_string(options_.execution_timeout.count()) + " ms)";
+  while (!watched_.empty() && watched_.begin()->first <= now) {
+    const size_t instance = watched_.begin()->second->instance;
+    InstanceState& state = instances_[instance];
+    const bool quarantine = !state.quarantined;
+    const bool replace = quarantine && options_.replace_instance && !stopping_;
+    const std::string fate = replace ? "its instance was taken out of service and is being replaced"
+                                     : "its instance was taken out of service";
+    // The one that overran first, then the batches queued behind it on the same instance (a lane's): they would
+    // wait for it, however long it hangs.
+    bool first = true;
+    for (auto it = watched_.begin(); it != watched_.end();) {
+      if (it->second->instance != instance) {
+        ++it;
+        continue;
+      }
+      InFlight& batch = *it->second;
+      batch.overran = true;
+      Overrun overrun{.entries = std::move(batch.entries)};
+      if (first) {
+        overrun.status = Internal(where + "the execution did not finish within " + limit + "; " + fate);
+        if (quarantine) {
+          overrun.log = where + "an execution of " + std::to_string(overrun.entries.size()) +
+                        " request(s) on instance " + std::to_string(state.number) + " did not finish within " + limit +
+                        "; its requests were answered with an error and " + fate;
+        }
+      } else {
+        overrun.status =
+            Internal(where + "the execution waited on its instance behind one that did not finish within " + limit +
+                     "; " + fate);
+      }
+      first = false;
+      metrics_.execution_timeouts->Increment();
+      overruns->push_back(std::move(overrun));
+      it = watched_.erase(it);
+    }
+    if (!quarantine) continue;
+    state.quarantined = true;
+    --serving_;
+    // Halves waiting for a retry on this instance would never run.
+    for (Entries& half : state.retries) {
+      overruns->push_back({.entries = std::move(half),
+                           .status = Unavailable(where + "the instance was taken out of service (" + limit +
+                                                 ") before this request's retry after running out of memory")});
+    }
+    state.retries.clear();
+    state.batch_cap = 0;
+    ReportBatchCapLocked(now);
+    ++generation_;  // wakes its thread, to stop
+    if (replace) {
+      try {
+        threads_.emplace_back([this, number = state.number] { Replace(number); });
+        ++replacing_;
+      } catch (const std::system_error& e) {
+        WEFT_LOG(Error) << where << "cannot start a thread to replace instance " << state.number << ": " << e.what()
+                        << "; serving with one instance fewer";
+      }
+    } else if (quarantine && !stopping_) {
+      WEFT_LOG(Error) << where << "instance " << state.number
+                      << " was taken out of service and nothing can replace it; serving with one instance fewer";
+    }
+  }
+  TakeOrphansLocked(orphans);
+}
+
+void Scheduler::Replace(size_t number) {
+  const std::string where = "model '" + config_.name + "' version " + std::to_string(options_.version) + ": ";
+  const SteadyTime start = std::chrono::steady_clock::now();
+  Result<InstanceReplacement> made = options_.replace_instance(number);
+  if (made.ok() && !made->instance) made = Internal("replace_instance returned no instance");
+  const SteadyTime::duration took = std::chrono::steady_clock::now() - start;
+  std::optional<InstanceReplacement> unused;  // destroyed outside mu_: a lane's destructor may wait
+  Status failed;
+  Entries orphans;
+  {
+    std::lock_guard lock(mu_);
+    --replacing_;
+    if (!made.ok()) {
+      failed = made.status();
+    } else if (stopping_) {
+      unused = std::move(made).value();
+    } else {
+      InstanceReplacement& replacement = replacements_.emplace_back(std::move(made).value());
+      if (!replacement.executor) replacement.executor = std::make_unique<InlineExecutor>(replacement.instance.get());
+      const size_t index = instances_.size();
+      instances_.emplace_back().number = number;
+      try {
+        threads_.emplace_back([this, index, executor = replacement.executor.get()](std::stop_token stop) {
+          Serve(stop, index, executor);
+        });
+        ++serving_;
+        ++generation_;
+      } catch (const std::system_error& e) {
+        instances_.back().quarantined = true;
+        unused = std::move(replacement);
+        replacements_.pop_back();
+        failed = Unavailable(std::string("cannot start its thread: ") + e.what());
+      }
+    }
+    if (!failed.ok()) TakeOrphansLocked(&orphans);
+  }
+  if (made.ok() && !unused) {
+    metrics_.instances_replaced->Increment();
+    WEFT_LOG(Warning) << where << "instance " << number << " replaced by a fresh one, created in "
+                      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  } else if (!failed.ok()) {
+    WEFT_LOG(Error) << where << "cannot replace instance " << number << ": " << failed.ToString()
+                    << "; serving with one instance fewer";
+  }
+  AnswerOrphans(orphans);
+}
+
+Status Scheduler::NoInstanceLeft() const {
+  return Unavailable("model '" + config_.name + "' version " + std::to_string(options_.version) +
+                     ": no instance is left; every one was taken out of service after an execution overran "
+                     "weft.execution_timeout_ms and none could be replaced");
+}
+
+void Scheduler::TakeOrphansLocked(Entries* orphans) {
+  if (serving_ > 0 || replacing_ > 0 || queue_.size() == 0) return;
+  Entries taken = queue_.TakeAll();
+  QueueChangedLocked();
+  std::move(taken.begin(), taken.end(), std::back_inserter(*orphans));
+}
+
+void Scheduler::AnswerOrphans(Entries& orphans) {
+  for (auto& e : orphans) Answer(*e, NoInstanceLeft());
+  orphans.clear();
 }
 
 void Scheduler::OnCancelled(uint64_t id) {
@@ -328,18 +512,6 @@ void Scheduler::AnswerExpired(Entries& expired, SteadyTime now) {
   }
   expired.clear();
 }
-
-// A batch between its submission and its answers.
-struct Scheduler::InFlight {
-  size_t instance = 0;
-  Attempt attempt = Attempt::kFirst;
-  Entries entries;
-  std::vector<int64_t> batch_sizes;
-  int64_t items = 0;
-  // A first attempt of several requests keeps its joined inputs (another reference, no copy) until it completes:
-  // should it run out of memory, each request gets its inputs back from them as views for the retry.
-  std::vector<Tensor> inputs;
-};
 
 void Scheduler::Dispatch(size_t instance, InstanceExecutor* executor, Entries batch, Attempt attempt) {
   const SteadyTime start = std::chrono::steady_clock::now();
@@ -386,14 +558,52 @@ void Scheduler::Dispatch(size_t instance, InstanceExecutor* executor, Entries ba
   for (auto& e : batch) e->inputs.clear();
   if (attempt == Attempt::kFirst && batch.size() >= 2) inflight->inputs = joined;
   inflight->entries = std::move(batch);
+  bool quarantined = false;
+  bool wake_timer = false;
   {
     std::lock_guard lock(mu_);
-    ++inflight_;
-    running_.store(inflight_, std::memory_order_relaxed);
+    quarantined = instances_[instance].quarantined;
+    if (!quarantined) {
+      ++inflight_;
+      running_.store(inflight_, std::memory_order_relaxed);
+      if (options_.execution_timeout.count() > 0) {
+        // Counted from the submission: a lane's batch may wait there for the one before it.
+        const SteadyTime deadline = std::chrono::steady_clock::now() + options_.execution_timeout;
+        wake_timer = watched_.empty() || deadline < watched_.begin()->first;
+        if (wake_timer) timer_dirty_ = true;
+        inflight->watch = watched_.emplace(deadline, inflight);
+        inflight->watched = true;
+      }
+    }
   }
+  if (quarantined) {
+    // Taken out of service while this batch was being formed: it would wait behind the execution that hangs.
+    executor->ReleaseSlot();
+    for (auto& e : inflight->entries) {
+      Answer(*e, Unavailable("model '" + config_.name + "' version " + std::to_string(options_.version) +
+                             ": its instance was taken out of service after an execution overran "
+                             "weft.execution_timeout_ms before this request ran"));
+    }
+    return;
+  }
+  if (wake_timer) timer_wake_.notify_one();
   executor->Submit(std::move(joined),
                    [this, inflight](Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing) {
-                     Finish(*inflight, std::move(outputs), timing);
+                     bool overran = false;
+                     if (inflight->watched) {
+                       std::lock_guard lock(mu_);
+                       overran = inflight->overran;
+                       if (!overran) watched_.erase(inflight->watch);
+                     }
+                     if (overran) {
+                       // The watchdog answered its requests at the limit; the execution that hung is reaped here.
+                       inflight->inputs.clear();
+                       WEFT_LOG(Info) << "model '" << config_.name << "' version " << options_.version
+                                      << ": an execution that overran its limit returned after "
+                                      << MicrosOf(timing.end - timing.start) / 1000 << " ms; its outputs are dropped";
+                     } else {
+                       Finish(*inflight, std::move(outputs), timing);
+                     }
                      inflight->entries.clear();
                      // The last touch of `this`: the destructor may run as soon as mu_ is released.
                      std::lock_guard lock(mu_);
@@ -484,7 +694,7 @@ bool Scheduler::RetryAfterOutOfMemory(InFlight& inflight) {
       ReportBatchCapLocked(now);
     }
     // Once stopping, nothing would run a retry: the requests are answered with the error instead.
-    if (split && !stopping_) {
+    if (split && !stopping_ && !state.quarantined) {
       const auto middle = batch.begin() + static_cast<std::ptrdiff_t>(first);
       state.retries.emplace_back(std::make_move_iterator(batch.begin()), std::make_move_iterator(middle));
       state.retries.emplace_back(std::make_move_iterator(middle), std::make_move_iterator(batch.end()));
@@ -523,7 +733,8 @@ int64_t Scheduler::BatchCapLocked(size_t instance, SteadyTime now) {
 void Scheduler::ReportBatchCapLocked(SteadyTime now) {
   int64_t lowest = 0;
   for (const InstanceState& state : instances_) {
-    if (state.batch_cap > 0 && now < state.cap_until && (lowest == 0 || state.batch_cap < lowest)) {
+    if (!state.quarantined && state.batch_cap > 0 && now < state.cap_until &&
+        (lowest == 0 || state.batch_cap < lowest)) {
       lowest = state.batch_cap;
     }
   }

@@ -29,6 +29,14 @@ namespace weft {
 using OutputFinisher = std::function<Result<std::vector<Tensor>>(const InferenceRequest& request,
                                                                  std::vector<Tensor> outputs, int64_t batch_size)>;
 
+// A fresh instance made to take the place of one that was quarantined, and where its batches run. The executor
+// runs `instance`'s batches; null = on the instance's own thread (InlineExecutor). The executor is destroyed before
+// the instance.
+struct InstanceReplacement {
+  std::unique_ptr<ModelInstance> instance;
+  std::unique_ptr<InstanceExecutor> executor;
+};
+
 // Runs the requests of one model version on its instances. In order:
 //   admission  - the request's priority level and deadline (the level's queue policy), a bounded queue per
 //                level, the shared byte budget, latest frame wins (a newer frame from a source replaces the
@@ -41,7 +49,13 @@ using OutputFinisher = std::function<Result<std::vector<Tensor>>(const Inference
 //   out of memory - a batch of two or more requests whose execution fails with OUT_OF_MEMORY is split at a
 //                request boundary into two halves, each retried once as its own execution on the same instance
 //                (a half that fails again answers its requests with that error), and the instance's batches are
-//                capped at half the failed batch's items for Options::oom_batch_cap_for.
+//                capped at half the failed batch's items for Options::oom_batch_cap_for;
+//   hung executions - with Options::execution_timeout, the timer thread answers an execution that overruns it
+//                INTERNAL at the limit (with it every other batch in flight on that instance), quarantines the
+//                instance (its thread takes no more work and exits once the execution returns, which then answers
+//                nothing) and, on a thread of its own, asks Options::replace_instance for a fresh instance, whose
+//                thread then serves in its place. When that fails the others serve on; once no instance is left and
+//                none is being created, queued and new requests are answered UNAVAILABLE.
 // One thread per instance forms its batches. By default it also runs them (one at a time, so N instances run N at
 // once); with executors (the engine's device lanes) it submits up to the executor's bound of batches in flight and
 // the answers come from the executor's completion thread.
@@ -62,6 +76,14 @@ class Scheduler {
     // GPU, a release of the allocator's cache), short enough that a transient squeeze (another model's peak, a
     // fragmented pool) does not halve the throughput for long.
     SteadyTime::duration oom_batch_cap_for = std::chrono::seconds(60);
+    // weft.execution_timeout_ms: how long an execution may run before its requests are answered with an error and
+    // its instance is replaced; 0 = no limit.
+    std::chrono::milliseconds execution_timeout{0};
+    // Creates the instance that takes the place of quarantined instance number `index` (0-based, as in the
+    // config; a replacement's replacement keeps the number). Called on a thread of the scheduler's own, never
+    // concurrently with the destructor's return; may block for as long as loading a model takes. Empty = no
+    // replacement (the quarantined instance is only taken out of service).
+    std::function<Result<InstanceReplacement>(size_t index)> replace_instance;
   };
   struct Work {
     std::unique_ptr<InferenceRequest> request;
@@ -70,7 +92,8 @@ class Scheduler {
   };
 
   // Starts one thread per instance and the timer thread. `instances`, `options.byte_budget` and
-  // `options.executors` must outlive the scheduler; nothing else calls the instances while it runs. Throws
+  // `options.executors` must outlive the scheduler (a quarantined instance too: its execution may still be running);
+  // nothing else calls the instances while it runs. Replacements belong to the scheduler. Throws
   // std::system_error when a thread cannot be created; Create turns that into an error.
   Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, Options options, MetricsRegistry* metrics);
   // The constructor, with thread creation failures (the process's thread or memory limits) as Unavailable:
@@ -78,7 +101,8 @@ class Scheduler {
   static Result<std::unique_ptr<Scheduler>> Create(ModelConfig config, std::vector<ModelInstance*> instances,
                                                    Options options, MetricsRegistry* metrics);
   // Answers every queued request UNAVAILABLE, stops the threads, and waits until every execution in flight has
-  // answered. Never destroy it on an executor's completion thread.
+  // answered (or, one that timed out, returned: a hung execution holds the destructor until it returns). Never
+  // destroy it on an executor's completion thread.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -109,9 +133,27 @@ class Scheduler {
     std::deque<Entries> retries;  // halves of a batch that ran out of memory, run before the queue, in order
     int64_t batch_cap = 0;        // the most items per batch until cap_until (BatchPolicyOptions::batch_cap)
     SteadyTime cap_until;
+    size_t number = 0;         // the instance number in the config (a replacement keeps its predecessor's)
+    bool quarantined = false;  // an execution overran: its thread takes no more work
+  };
+  // The batches whose execution the watchdog answered, with why; answered outside mu_.
+  struct Overrun {
+    Entries entries;
+    Status status;
+    std::string log;  // a Warning line, for the execution that quarantined its instance
   };
   void Serve(std::stop_token stop, size_t instance, InstanceExecutor* executor);
   void RunTimer(std::stop_token stop);
+  // The watchdog, on the timer thread: takes the requests of every execution past its deadline (and of the other
+  // batches in flight on its instance) into `overruns`, quarantines the instance and starts its replacement.
+  // Requests that are left without any instance go to `orphans`.
+  void TimeOutExecutionsLocked(SteadyTime now, std::vector<Overrun>* overruns, Entries* orphans);
+  // On a replacement thread: creates the instance in place of quarantined instance `number` and starts its thread.
+  void Replace(size_t number);
+  // When no instance is serving and none is being created: takes every queued request (to answer UNAVAILABLE).
+  void TakeOrphansLocked(Entries* orphans);
+  void AnswerOrphans(Entries& orphans);
+  Status NoInstanceLeft() const;
   // The cancel callback of a queued request; runs on the cancelling thread. Answers on the timer thread, so
   // that no caller's code runs inside CancelToken::Cancel().
   void OnCancelled(uint64_t id);
@@ -163,9 +205,16 @@ class Scheduler {
   Entries cancelled_;                          // guarded by mu_; left the queue, to be answered by the timer
   size_t inflight_ = 0;                        // guarded by mu_; submitted executions not yet answered
   std::condition_variable_any inflight_done_;  // the destructor waits here for inflight_ == 0
-  // Guarded by mu_; index = instance. Retries are queued only while !stopping_ and by an execution still counted
-  // in inflight_, so once the destructor has set stopping_ and taken them, no new one appears.
-  std::vector<InstanceState> instances_;
+  // Guarded by mu_; index = instance (replacements are appended: a deque keeps the references the instances'
+  // threads hold). Retries are queued only while !stopping_ and by an execution still counted in inflight_, so once
+  // the destructor has set stopping_ and taken them, no new one appears.
+  std::deque<InstanceState> instances_;
+  // Guarded by mu_: the executions under the watchdog (Options::execution_timeout), by deadline.
+  std::multimap<SteadyTime, std::shared_ptr<InFlight>> watched_;
+  size_t serving_ = 0;    // guarded by mu_: instances not quarantined
+  size_t replacing_ = 0;  // guarded by mu_: replacements being created
+  // Guarded by mu_: what replace_instance made. Kept until the destructor has joined every thread.
+  std::vector<InstanceReplacement> replacements_;
   int64_t reported_cap_ = 0;  // guarded by mu_: what this scheduler last set weft_oom_batch_cap to
 
   // dynamic_batching { preserve_ordering: true }: answers leave in the order their requests were admitted, an
@@ -184,7 +233,9 @@ class Scheduler {
 
   std::vector<std::unique_ptr<InlineExecutor>> inline_executors_;  // when options_.executors is empty
 
-  std::vector<std::jthread> threads_;  // started last, joined first
+  // Guarded by mu_ (a replacement adds threads while the scheduler runs; none once stopping_ is set). Started last,
+  // joined first.
+  std::vector<std::jthread> threads_;
 };
 
 }  // namespace weft

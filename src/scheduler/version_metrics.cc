@@ -40,6 +40,13 @@ VersionMetrics::VersionMetrics(MetricsRegistry* registry, const std::string& mod
   oom_batch_cap = registry->GetGauge(
       "weft_oom_batch_cap", "The lowest cap on batch items over the instances after running out of memory; 0 = none.",
       labels);
+  execution_timeouts = registry->GetCounter(
+      "weft_execution_timeouts_total",
+      "Executions that overran weft.execution_timeout_ms; their requests were answered with an error at the limit.",
+      labels);
+  instances_replaced = registry->GetCounter(
+      "weft_instances_replaced_total",
+      "Fresh instances started in place of ones quarantined after an execution overran its limit.", labels);
   for (uint32_t level = 1; level <= levels; ++level) {
     queue_depth.push_back(registry->GetGauge("weft_queue_depth", "Requests waiting in the queue, by priority level.",
                                              {{"model", model}, {"version", v}, {"level", std::to_string(level)}}));
@@ -57,7 +64,8 @@ void VersionMetrics::Remove(MetricsRegistry* registry, const std::string& model,
   for (const char* name :
        {"weft_inference_request_success_total", "weft_inference_count_total", "weft_inference_exec_count_total",
         "weft_inference_request_duration_seconds", "weft_inference_queue_duration_seconds",
-        "weft_inference_compute_duration_seconds", "weft_batch_size", "weft_oom_retries_total", "weft_oom_batch_cap"}) {
+        "weft_inference_compute_duration_seconds", "weft_batch_size", "weft_oom_retries_total", "weft_oom_batch_cap",
+        "weft_execution_timeouts_total", "weft_instances_replaced_total"}) {
     registry->Remove(name, labels);
   }
   // Every level a config may have: another copy of the version may have had more levels than the last one.

@@ -27,6 +27,8 @@ struct VersionMetrics {
   std::vector<Gauge*> queue_depth;  // queued requests; index = priority level - 1
   Counter* oom_retries;             // batches split in two and retried after running out of memory
   Gauge* oom_batch_cap;             // the lowest batch cap over the version's instances after one; 0 = none
+  Counter* execution_timeouts;      // executions answered at weft.execution_timeout_ms instead of by their outputs
+  Counter* instances_replaced;      // fresh instances started in place of ones quarantined after a timeout
 
   // Takes every series of (model, version) out of the exposition, once no scheduler of that version is left (the
   // caller makes sure: the pointers of such a scheduler would dangle).
