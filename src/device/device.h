@@ -141,6 +141,10 @@ class Device {
 
   // The thread on which every completion of this device's streams is delivered.
   virtual CompletionLoop& completion_loop() = 0;
+
+  // Gives the memory its pools hold free (device memory, pinned host blocks) back to the system, so that a retry
+  // after an out-of-memory finds it; allocations after it are slower until the pools fill again.
+  virtual void ReleaseCachedMemory() {}
 };
 
 }  // namespace weft

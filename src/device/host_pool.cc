@@ -26,6 +26,19 @@ HostPool::~HostPool() {
   }
 }
 
+void HostPool::Trim() {
+  std::map<size_t, std::vector<void*>> blocks;
+  {
+    std::lock_guard lock(mu_);
+    blocks.swap(free_);
+    cached_ = 0;
+  }
+  // Outside the lock: freeing pinned memory takes milliseconds and synchronizes the device.
+  for (auto& [size, list] : blocks) {
+    for (void* b : list) allocator_.free(b);
+  }
+}
+
 Result<Buffer> HostPool::Allocate(size_t bytes) {
   const size_t size_class = SizeClass(bytes);
   const size_t size = size_class == 0 ? bytes : size_class;

@@ -29,6 +29,8 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
 
   // ResourceExhausted when the allocator fails.
   Result<Buffer> Allocate(size_t bytes);
+  // Gives every cached free block back to the allocator (after an out-of-memory: the next allocations are slower).
+  void Trim();
 
   size_t cached_bytes() const;
   // Blocks taken from the allocator so far (tests check that reuse happens).

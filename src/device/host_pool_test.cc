@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 
 namespace weft {
@@ -38,6 +39,27 @@ TEST(HostPoolTest, TheCacheIsBounded) {
     ASSERT_TRUE(a.ok() && b.ok());
   }
   EXPECT_EQ(pool->cached_bytes(), 8192u);
+}
+
+TEST(HostPoolTest, TrimGivesEveryCachedBlockBackAndBuffersInUseStay) {
+  std::atomic<int> freed{0};
+  HostPool::Allocator counting = Malloc();
+  counting.free = [&freed](void* p) {
+    freed++;
+    std::free(p);
+  };
+  auto pool = HostPool::Create(counting, 1 << 20);
+  auto kept = pool->Allocate(100);
+  ASSERT_TRUE(kept.ok());
+  { auto a = pool->Allocate(5000), b = pool->Allocate(20000); }
+  EXPECT_EQ(pool->cached_bytes(), 8192u + 32768u);
+  pool->Trim();
+  EXPECT_EQ(pool->cached_bytes(), 0u);
+  EXPECT_EQ(freed.load(), 2);
+  kept->data[0] = std::byte{1};       // still ours
+  auto again = pool->Allocate(5000);  // from the allocator again
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(pool->allocations(), 4u);
 }
 
 TEST(HostPoolTest, BuffersOutliveThePoolHandle) {

@@ -439,6 +439,7 @@ Result<VersionHandle> Engine::StartCopy(std::shared_ptr<LoadedVersion> loaded, s
       .executors = std::move(executors),
   };
   WEFT_ASSIGN_OR_RETURN(ResilienceConfig resilience, ParseResilienceConfig(config));
+  if (options.device) scheduler_options.on_out_of_memory = [device = options.device] { device->ReleaseCachedMemory(); };
   scheduler_options.execution_timeout = resilience.execution_timeout;
   if (resilience.execution_timeout.count() > 0 && loaded->backend) {
     // A fresh instance in place of one quarantined after an execution overran, with a lane of its own. The

@@ -677,6 +677,8 @@ bool Scheduler::RetryAfterOutOfMemory(InFlight& inflight) {
     }
   }
   inflight.inputs.clear();  // the requests' views hold the bytes they need
+  // Before the retry (or the next batch): what the device's pools hold free may be what the batch lacked.
+  if (options_.on_out_of_memory) options_.on_out_of_memory();
   // At a request boundary, the first half the larger: a request's items never run in two executions.
   const size_t first = (batch.size() + 1) / 2;
   const size_t second = batch.size() - first;

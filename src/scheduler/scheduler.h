@@ -76,6 +76,9 @@ class Scheduler {
     // GPU, a release of the allocator's cache), short enough that a transient squeeze (another model's peak, a
     // fragmented pool) does not halve the throughput for long.
     SteadyTime::duration oom_batch_cap_for = std::chrono::seconds(60);
+    // Called on the completion thread after an execution runs out of memory, before its retry: the engine has the
+    // device give back what its pools hold free. Empty = nothing to release.
+    std::function<void()> on_out_of_memory;
     // weft.execution_timeout_ms: how long an execution may run before its requests are answered with an error and
     // its instance is replaced; 0 = no limit.
     std::chrono::milliseconds execution_timeout{0};

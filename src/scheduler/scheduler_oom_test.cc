@@ -2,6 +2,7 @@
 // once on the same instance, and the instance's batches are capped for a while.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "scheduler/scheduler.h"
@@ -151,7 +152,8 @@ TEST_F(SchedulerOomTest, BatchIsSplitInHalvesRetriedAndLaterBatchesAreCapped) {
 }
 
 TEST_F(SchedulerOomTest, HalvesThatRunOutOfMemoryAgainAnswerWithTheError) {
-  Start(/*limit=*/1);
+  std::atomic<int> released{0};
+  Start(/*limit=*/1, {.on_out_of_memory = [&released] { released++; }});
   Hold("holder");
   std::vector<std::string> ids = SubmitMany("r", 8);
   gate_.Open();
@@ -161,7 +163,8 @@ TEST_F(SchedulerOomTest, HalvesThatRunOutOfMemoryAgainAnswerWithTheError) {
   EXPECT_EQ(instance_->Batches(), (std::vector<int64_t>{1, 8, 4, 4}));
   EXPECT_EQ(Retries(), 1);
   EXPECT_EQ(OutOfMemoryFailures(), 8);
-  EXPECT_EQ(Cap(), 2);  // lowered again by the halves of four that failed
+  EXPECT_EQ(Cap(), 2);            // lowered again by the halves of four that failed
+  EXPECT_EQ(released.load(), 3);  // the device's cached memory, after each of the three out-of-memories
 }
 
 TEST_F(SchedulerOomTest, ARequestAloneIsNotRetried) {

@@ -163,3 +163,40 @@ TEST_F(TorchScriptCudaTest, BatchesOnTheLanesStreamMatchTheCpu) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// A CUDA allocation the GPU cannot hold fails the execution with OUT_OF_MEMORY (not a client error, not a crash),
+// the device's pools give back what they cache, and the same instance runs the next batch: one oversized batch
+// costs only itself (issue 12).
+TEST_F(TorchScriptCudaTest, ACudaOutOfMemoryIsReportedAndTheInstanceRecovers) {
+  torch::jit::Module module("Greedy");
+  module.define(R"(
+    def forward(self, x):
+        if x.sum() > 1000000.0:
+            return x.new_empty([1 << 42, 1024])
+        return x * 2.0
+  )");
+  module.save((dir_ / "model.pt").string());
+  auto gpu = Load(InstanceKind::kGpu);
+  ASSERT_TRUE(gpu);
+  std::vector<float> huge(kWidth, 1e6f), small(kWidth, 1.0f);
+  auto tensor = [](const std::vector<float>& values) {
+    std::vector<std::byte> bytes(values.size() * sizeof(float));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return Tensor::FromBytes("INPUT0", DataType::kFp32, {1, kWidth}, std::move(bytes));
+  };
+  Tensor too_much = tensor(huge);
+  auto failed = gpu->Execute({&too_much, 1});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kOutOfMemory) << failed.status().ToString();
+  device_->ReleaseCachedMemory();
+  Tensor fine = tensor(small);
+  auto ok = gpu->Execute({&fine, 1});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)[0].as<float>()[0], 2.0f);
+}
+
+}  // namespace
+}  // namespace weft

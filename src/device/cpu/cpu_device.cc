@@ -83,6 +83,7 @@ class CpuDevice final : public Device {
   Result<Buffer> AllocateHost(size_t bytes) override { return pool_->Allocate(bytes); }
   Result<Buffer> AllocateDevice(size_t bytes, Stream&) override { return pool_->Allocate(bytes); }
   CompletionLoop& completion_loop() override { return *loop_; }
+  void ReleaseCachedMemory() override { pool_->Trim(); }
 
  private:
   friend class CpuStream;

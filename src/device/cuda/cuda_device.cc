@@ -171,6 +171,14 @@ class CudaDevice final : public Device {
   Result<Buffer> AllocateHost(size_t bytes) override { return pinned_->Allocate(bytes); }
   Result<Buffer> AllocateDevice(size_t bytes, Stream& stream) override;
   CompletionLoop& completion_loop() override { return *loop_; }
+  void ReleaseCachedMemory() override {
+    // The default pool keeps every freed block (release threshold UINT64_MAX, set at creation): trimming it returns
+    // those not in use to the driver, for whatever allocates next (libtorch's own allocator included).
+    cudaSetDevice(id_);
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, id_) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
+    pinned_->Trim();
+  }
 
   int PriorityValue(StreamPriority priority) const {
     switch (priority) {
