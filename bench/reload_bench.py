@@ -20,9 +20,7 @@ import http.client
 import json
 import os
 import random
-import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -32,8 +30,8 @@ import time
 
 import torch
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-WEFT = os.environ.get("WEFT_BINARY", os.path.join(ROOT, "build", "release", "src", "app", "weft"))
+from weft_server import ROOT, WeftServer, bench_summary
+from weft_server import weft_bench as run_weft_bench
 
 ADDER_CONFIG = """name: "adder"
 platform: "pytorch_libtorch"
@@ -104,65 +102,6 @@ def publish(root, model, version, model_file, file_name="model.pt"):
     os.rename(staging, os.path.join(root, model, str(version)))
 
 
-class Server:
-    def __init__(self, repository, args):
-        self.args = [WEFT, "serve", "--model-repository", repository, "--http-address", "127.0.0.1",
-                     "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"] + args
-        self.log = []
-
-    def __enter__(self):
-        self.process = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        started = threading.Event()
-        pattern = re.compile(r"serving HTTP on [^:]+:(\d+), gRPC on port (\d+), metrics on port (\d+)")
-
-        def drain():
-            for line in self.process.stderr:
-                self.log.append(line)
-                m = pattern.search(line)
-                if m:
-                    self.port, _, self.metrics_port = map(int, m.groups())
-                    started.set()
-
-        threading.Thread(target=drain, daemon=True).start()
-        if not started.wait(120):
-            self.process.kill()
-            raise RuntimeError("weft serve did not start:\n" + "".join(self.log[-30:]))
-        return self
-
-    def __exit__(self, *exc):
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-
-    def rss_mib(self):
-        with open(f"/proc/{self.process.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return 0.0
-
-    def post(self, path, body=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
-        try:
-            conn.request("POST", path, body=json.dumps(body or {}), headers={"Content-Type": "application/json"})
-            r = conn.getresponse()
-            return r.status, r.read()
-        finally:
-            conn.close()
-
-    def metric(self, name, **labels):
-        conn = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=30)
-        conn.request("GET", "/metrics")
-        text = conn.getresponse().read().decode()
-        conn.close()
-        for line in text.splitlines():
-            if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
-                return float(line.rsplit(" ", 1)[1])
-        return 0.0
-
-
 class Prober:
     """One keep-alive connection asking "adder" which k answers."""
 
@@ -198,17 +137,7 @@ class Prober:
 
 def weft_bench(port, model, seconds, concurrency):
     """`weft bench` --json; latency in ms."""
-    out = subprocess.run([WEFT, "bench", "--url", f"http://127.0.0.1:{port}", "--model", model, "--concurrency",
-                          str(concurrency), "--duration", str(seconds), "--json", "-q"],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
-
-
-def bench_summary(result):
-    failed = sum(o["count"] for code, o in result["outcomes"].items() if code != "200")
-    return {"requests": result["sent"], "failed": failed, "p50_ms": result["latency_ms"]["p50"],
-            "p99_ms": result["latency_ms"]["p99"], "max_ms": result["latency_ms"]["max"],
-            "requests_per_s": result["throughput"]["requests_per_s"]}
+    return run_weft_bench(port, model, ["--concurrency", str(concurrency), "--duration", str(seconds)])
 
 
 def percentile(values, p):
@@ -252,7 +181,7 @@ def swap_latency(files, mode, settle, swaps, poll_secs=1):
     args = ["--model-control-mode", mode, "--repository-settle-secs", str(settle)]
     if mode == "poll":
         args += ["--repository-poll-secs", str(poll_secs)]
-    with Server(root, args) as server:
+    with WeftServer(root, args) as server:
         prober = Prober(server.port)
         swapper = Swapper(root, files, prober)
         for k in range(2, swaps + 2):
@@ -275,7 +204,7 @@ def during_swaps(files, seconds, swaps, rounds):
     for k in range(2, swaps * rounds + 2):
         files.adder(k)
     runs = {"without": [], "with": []}
-    with Server(root, ["--model-control-mode", "watch", "--repository-settle-secs", "0.1"]) as server:
+    with WeftServer(root, ["--model-control-mode", "watch", "--repository-settle-secs", "0.1"]) as server:
         swapper = Swapper(root, files, Prober(server.port))
         weft_bench(server.port, "adder", 2, 4)  # warm the server and the client
         for _ in range(rounds):
@@ -308,7 +237,7 @@ def during_big_loads(files, rounds, width):
     size_mib = os.path.getsize(os.path.join(root, "big", "1", "model.pt")) / 2**20
     runs = {"without": [], "with": []}
     loads = []
-    with Server(root, ["--model-control-mode", "explicit", "--load-model", "mlp"]) as server:
+    with WeftServer(root, ["--model-control-mode", "explicit", "--load-model", "mlp"]) as server:
         weft_bench(server.port, "mlp", 2, 1)
         for n in range(1, rounds + 1):
             runs["without"].append(bench_summary(weft_bench(server.port, "mlp", 3, 1)))
@@ -347,7 +276,7 @@ def probe(server, seconds):
 def without_swaps(files, seconds, probe_seconds):
     """D's control: the same probes around `seconds` of the same load, with no swap."""
     root = adder_repository(files)
-    with Server(root, ["--model-control-mode", "watch", "--repository-settle-secs", "0.1"]) as server:
+    with WeftServer(root, ["--model-control-mode", "watch", "--repository-settle-secs", "0.1"]) as server:
         weft_bench(server.port, "adder", 2, 4)
         before = probe(server, probe_seconds)
         end = time.monotonic() + seconds
@@ -381,7 +310,7 @@ def many_swaps(files, swaps, probe_seconds):
     root = adder_repository(files)
     for k in range(2, swaps + 2):
         files.adder(k)
-    with Server(root, ["--model-control-mode", "watch", "--repository-settle-secs", "0.1"]) as server:
+    with WeftServer(root, ["--model-control-mode", "watch", "--repository-settle-secs", "0.1"]) as server:
         swapper = Swapper(root, files, Prober(server.port))
         weft_bench(server.port, "adder", 2, 4)
         swapper.swap()

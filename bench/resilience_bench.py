@@ -20,16 +20,12 @@ import argparse
 import http.client
 import json
 import os
-import re
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-WEFT = os.environ.get("WEFT_BINARY", os.path.join(ROOT, "build", "release", "src", "app", "weft"))
+from weft_server import WEFT, WeftServer
 
 
 def config(name, builtin, inputs, outputs, parameters, queue_delay_us=500):
@@ -65,50 +61,6 @@ def write_repository(det_parameters, with_fault_input):
     return root
 
 
-class Server:
-    def __init__(self, repository):
-        self.repository = repository
-        self.log = []
-
-    def __enter__(self):
-        args = [WEFT, "serve", "--model-repository", self.repository, "--http-address", "127.0.0.1", "--http-port",
-                "0", "--grpc-port", "0", "--metrics-port", "0"]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        started = threading.Event()
-        pattern = re.compile(r"serving HTTP on [^:]+:(\d+), gRPC on port (\d+), metrics on port (\d+)")
-
-        def drain():
-            for line in self.process.stderr:
-                self.log.append(line)
-                m = pattern.search(line)
-                if m:
-                    self.port, _, self.metrics_port = map(int, m.groups())
-                    started.set()
-
-        threading.Thread(target=drain, daemon=True).start()
-        if not started.wait(60):
-            self.process.kill()
-            raise RuntimeError("weft serve did not start:\n" + "".join(self.log[-30:]))
-        return self
-
-    def __exit__(self, *exc):
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-
-    def metric(self, name, **labels):
-        conn = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=30)
-        conn.request("GET", "/metrics")
-        text = conn.getresponse().read().decode()
-        conn.close()
-        for line in text.splitlines():
-            if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
-                return float(line.rsplit(" ", 1)[1])
-        return 0.0
-
-
 SETUPS = {
     "no breaker": {"weft.breaker.enabled": "false"},
     "breaker": {},
@@ -122,7 +74,7 @@ def steady(rate, seconds, failure_rates):
         for setup, parameters in SETUPS.items():
             root = write_repository({"failure_rate": str(failure_rate), **parameters}, with_fault_input=False)
             try:
-                with Server(root) as server:
+                with WeftServer(root) as server:
                     out = subprocess.run(
                         [WEFT, "bench", "--url", f"http://127.0.0.1:{server.port}", "--model", "det",
                          "--request-rate", str(rate), "--duration", str(seconds), "--warmup", "1",
@@ -170,7 +122,7 @@ def timeline(open_ms, max_open_ms, failing_s):
         parameters.update({"weft.breaker.open_ms": str(open_ms), "weft.breaker.max_open_ms": str(max_open_ms)})
     root = write_repository(parameters, with_fault_input=True)
     try:
-        with Server(root) as server:
+        with WeftServer(root) as server:
             client = Client(server.port)
             counts = {"requests": 0, "errors": 0, "by_det": 0, "by_fallback": 0}
 
@@ -228,7 +180,7 @@ def degradation(rate, seconds, deadline_ms):
                 os.makedirs(os.path.join(root, name, "1"))
                 with open(os.path.join(root, name, "config.pbtxt"), "w") as f:
                     f.write(text)
-            with Server(root) as server:
+            with WeftServer(root) as server:
                 out = subprocess.run(
                     [WEFT, "bench", "--url", f"http://127.0.0.1:{server.port}", "--model", "det",
                      "--request-rate", str(rate), "--duration", str(seconds), "--warmup", "2",

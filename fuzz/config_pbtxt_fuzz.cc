@@ -2,9 +2,10 @@
 // config.pbtxt (protobuf's text format against proto/model_config.proto) and JSON (the repository API's load
 // override: protobuf's JSON mapping, unknown fields and enum names found by walking the JSON against the schema);
 // then the conversion to ModelConfig, ValidateModelConfig (model/model_config.cc, model_warmup included) and the
-// JSON rendering. For a config that loads: its rendered JSON must load again as the same config (the config
-// endpoint's answer is what the load API takes back), and what the server does with requests for it: raw binary
-// bodies (DecodeRawInferRequest, which sizes the body by the config's dims) and the engine's PrepareInputs.
+// JSON rendering, and the weft.rollout.* policy (rollout/rollout_spec.cc). For a config that loads: its rendered JSON
+// must load again as the same config (the config endpoint's answer is what the load API takes back), and what the
+// server does with requests for it: raw binary bodies (DecodeRawInferRequest, which sizes the body by the config's
+// dims) and the engine's PrepareInputs.
 //
 // Input: the text of a config.pbtxt or a config as JSON. Every input goes to both parsers: each refuses the other's
 // form within its first bytes, so this costs little, and no seed changes meaning.
@@ -18,6 +19,7 @@
 #include "frontend/http/infer_codec.h"
 #include "fuzz/fuzz_target.h"
 #include "repository/pbtxt/config_pbtxt.h"
+#include "rollout/rollout_spec.h"
 
 namespace weft {
 namespace {
@@ -60,6 +62,9 @@ void Serve(Result<ModelConfig> config) {
   CheckJsonRoundTrip(*config);
   if (config->name.empty()) config->name = "m";  // the repository names it after its directory
   WEFT_CHECK(ValidateModelConfig(*config).ok()) << "a config that loaded does not validate";
+  // The rollout policy the live repository reads from its parameters: a policy it accepts validates.
+  Result<std::optional<RolloutSpec>> policy = ParseRolloutPolicy(*config);
+  if (policy.ok() && *policy) WEFT_CHECK(ValidateRolloutSpec(**policy).ok()) << "a rollout policy does not validate";
   // Empty, one byte, one element, and one that fits the first input.
   const uint64_t element = std::max<uint64_t>(1, DataTypeSize(config->inputs.front().data_type));
   for (uint64_t size : {uint64_t{0}, uint64_t{1}, element, FittingRawBodySize(*config)}) {

@@ -391,6 +391,24 @@ parameters { key: "weft.breaker.half_open_probes" value: { string_value: "2" } }
 parameters { key: "weft.fallback_models" value: { string_value: "det_small, det_cpu" } }
 parameters { key: "weft.degrade_to" value: { string_value: "det_small" } }
 ''',
+    # A rollout policy with every key at a value that parses.
+    "rollout_policy": '''name: "det" max_batch_size: 8 backend: "weft_builtin"
+input { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }
+output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }
+parameters { key: "builtin" value: { string_value: "identity" } }
+parameters { key: "weft.rollout.stages" value: { string_value: "shadow:1.0, canary:0.05, canary:0.5" } }
+parameters { key: "weft.rollout.min_requests" value: { string_value: "200" } }
+parameters { key: "weft.rollout.min_duration_ms" value: { string_value: "10000" } }
+parameters { key: "weft.rollout.max_error_rate_increase" value: { string_value: "0.01" } }
+parameters { key: "weft.rollout.max_p99_ratio" value: { string_value: "1.5" } }
+parameters { key: "weft.rollout.max_divergence_rate" value: { string_value: "0.01" } }
+parameters { key: "weft.rollout.abs_tolerance" value: { string_value: "1e-5" } }
+parameters { key: "weft.rollout.rel_tolerance" value: { string_value: "1e-3" } }
+parameters { key: "weft.rollout.min_top1_agreement" value: { string_value: "0.99" } }
+parameters { key: "weft.rollout.sticky_key" value: { string_value: "camera_id" } }
+parameters { key: "weft.rollout.shadow_max_in_flight" value: { string_value: "4" } }
+parameters { key: "weft.rollout.on_rollback" value: { string_value: "unload" } }
+''',
 }
 
 
@@ -409,6 +427,11 @@ REQUEST_WORDS = (["inputs", "outputs", "name", "datatype", "shape", "data", "par
                   "binary_data", "binary_data_output", "shared_memory_region", "shared_memory_offset",
                   "shared_memory_byte_size", "classification", "priority", "timeout", "region", "INPUT0", "INPUT1",
                   "OUTPUT0", "OUTPUT1"] + DATATYPES + MODELS)
+# The rollout route's keys and values (frontend/http/rollout_codec.h), for repository_request_fuzz.
+ROLLOUT_WORDS = ["candidate", "stages", "kind", "share", "min_requests", "min_duration_ms", "criteria",
+                 "max_error_rate_increase", "max_p99_ratio", "max_divergence_rate", "abs_tolerance", "rel_tolerance",
+                 "min_top1_agreement", "sticky_key", "shadow_max_in_flight", "on_rollback", "shadow", "canary",
+                 "keep", "unload"]
 NUMBERS = ["0", "1", "-1", "255", "256", "65536", "2147483648", "4294967295", "4294967296", "2305843009213693952",
            "2305843009213693953", "4611686018427387904", "4611686018427387905", "4611686018427387906",
            "9223372036854775807", "9223372036854775808", "18446744073709551615",
@@ -438,11 +461,14 @@ def write_dict(name, comment, words):
 
 
 def dictionaries():
-    write_dict("json.dict", "http_infer_request_fuzz and shared_memory_registration_fuzz: KServe v2 JSON.",
-               ['"%s"' % w for w in REQUEST_WORDS + ["key", "offset", "byte_size"]]
+    write_dict("json.dict", "http_infer_request_fuzz, shared_memory_registration_fuzz, repository_request_fuzz: JSON.",
+               ['"%s"' % w for w in REQUEST_WORDS + ["key", "offset", "byte_size"] + ROLLOUT_WORDS]
                + ['"/weft_fuzz_shm"', '"weft_fuzz_shm"', '"r"', "\n", "binary\n"] + [m + "\n" for m in MODELS]
                + NUMBERS + ["true", "false", "null", "[]", "{}", "[[", "]]", '":', '":{', '":[', '","', "\\u0000",
-                            "\x04\x00\x00\x00"])
+                            "\x04\x00\x00\x00"]
+               # The rollout route (its line in repository_request_fuzz's framing) and its limits, either side.
+               + ["rollout\n", "16", "17", "4096", "4097", "10000000", "10000001", "604800000", "604800001", "1e9",
+                  "1000000001", "1e-300", "5e-324"])
     write_dict("grpc.dict", "grpc_infer_request_fuzz: strings of inference.ModelInferRequest.",
                REQUEST_WORDS + ["1", "7", "-1", "0"]
                + [varint(n).decode("latin-1") for n in (2**61, 2**61 + 1, 2**62, 2**62 + 1, 2**62 + 2, 2**63 - 1)]
@@ -461,6 +487,12 @@ def dictionaries():
                                                  "half_open_probes")]
                + ["weft.fallback_models", "weft.degrade_to", "weft.execution_timeout_ms", "fault", "failure_rate",
                   "oom_above_batch"]
+               # The rollout policy's (rollout/rollout_spec.cc).
+               + ["weft.rollout." + k for k in ("stages", "min_requests", "min_duration_ms",
+                                                 "max_error_rate_increase", "max_p99_ratio", "max_divergence_rate",
+                                                 "abs_tolerance", "rel_tolerance", "min_top1_agreement", "sticky_key",
+                                                 "shadow_max_in_flight", "on_rollback")]
+               + ["shadow:1.0", "canary:0.05", "keep", "unload"]
                # The JSON form (ParseModelConfigJson): the lowerCamelCase names protobuf's JSON parser also takes,
                # and JSON syntax.
                + sorted({re.sub(r"_(\w)", lambda m: m.group(1).upper(), f) for f in fields if "_" in f})

@@ -5,13 +5,18 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <thread>
+#include <variant>
 
 #include "base/log.h"
 #include "base/thread_priority.h"
 #include "engine/request_validation.h"
 #include "engine/version_guard.h"
 #include "model/resilience_config.h"
+#include "repository/repository_scan.h"
+#include "rollout/output_compare.h"
+#include "rollout/rollout_decision.h"
 #include "scheduler/scheduler.h"
 
 namespace weft {
@@ -83,6 +88,43 @@ struct FallbackPlan {
   // The request as the client sent it, kept while an attempt runs for the next fallback should it fail.
   std::unique_ptr<InferenceRequest> spare;
   bool Exhausted() const { return next >= chain.size(); }
+};
+
+// The two answers to one shadowed request: the primary's (first) and the candidate's, or the primary's again for
+// the noise floor (second). Whichever arrives last compares them into the stage's figures; an error on either side
+// leaves nothing to compare. Shared by the two completions.
+class ShadowComparison {
+ public:
+  ShadowComparison(std::shared_ptr<StageRecorder> recorder, bool noise)
+      : recorder_(std::move(recorder)), noise_(noise) {}
+
+  void Arrive(bool first, const Result<std::vector<Tensor>>& outputs) {
+    {
+      std::lock_guard lock(mu_);
+      if (!outputs.ok()) {
+        failed_ = true;
+      } else {
+        (first ? first_ : second_) = *outputs;
+      }
+      if (--waiting_ > 0) return;
+    }
+    if (failed_) return;  // both have arrived: nothing else touches the fields now
+    const Comparison comparison = CompareOutputs(first_, second_);
+    if (noise_) {
+      recorder_->RecordNoise(comparison);
+    } else {
+      recorder_->RecordComparison(comparison);
+    }
+  }
+
+ private:
+  const std::shared_ptr<StageRecorder> recorder_;
+  const bool noise_;
+  std::mutex mu_;
+  int waiting_ = 2;            // guarded by mu_
+  bool failed_ = false;        // guarded by mu_
+  std::vector<Tensor> first_;  // guarded by mu_
+  std::vector<Tensor> second_;
 };
 
 }  // namespace
@@ -160,7 +202,17 @@ struct Engine::Impl {
     }
   }
 
-  // Finds (model, version) in `table`; version 0 = the highest serving one.
+  // The version that answers requests naming none: the route's default when it serves, else the highest. `serving`
+  // must not be empty.
+  static const VersionHandle& DefaultVersion(const ModelRoute& route) {
+    if (route.default_version != 0) {
+      auto it = route.serving.find(route.default_version);
+      if (it != route.serving.end()) return it->second;
+    }
+    return route.serving.rbegin()->second;
+  }
+
+  // Finds (model, version) in `table`; version 0 = the default version.
   static Result<const VersionHandle*> Find(const RoutingTable& table, std::string_view model, int64_t version) {
     auto it = table.models.find(model);
     if (it == table.models.end()) return NotFound("unknown model '" + std::string(model) + "'");
@@ -169,7 +221,7 @@ struct Engine::Impl {
       if (route.serving.empty()) {
         return Unavailable("model '" + std::string(model) + "' is not ready: " + route.unavailable.message());
       }
-      return &route.serving.rbegin()->second;
+      return &DefaultVersion(route);
     }
     auto v = route.serving.find(version);
     if (v != route.serving.end()) return &v->second;
@@ -315,6 +367,113 @@ struct Engine::Impl {
     return Unavailable("model '" + plan.primary + "' could not answer (" + plan.cause.ToString() +
                        ") and no fallback could either (" + std::to_string(plan.chain.size()) + " tried)")
         .WithRetryAfter(after);
+  }
+
+  // Picks the arm of a request in a rollout (the candidate for a canary's share, else the primary), wraps `on_done`
+  // to record the arm's answer in the stage's figures, and sends a shadow copy of a primary request to the candidate
+  // when the stage asks for one and the candidate has room. Returns the version that answers.
+  VersionHandle RouteInRollout(std::shared_ptr<const RolloutRoute> rollout, const VersionHandle& primary,
+                               const VersionHandle& candidate, const std::unique_ptr<InferenceRequest>& request,
+                               InferenceCallback& on_done) {
+    const RolloutRoute& r = *rollout;
+    std::optional<uint64_t> sticky = StickyHash(*request, r.sticky_key);
+    const bool canary = r.canary_share > 0 && ToCandidate(r.canary_share, sticky ? &*sticky : nullptr, NextDraw());
+    const RolloutArm arm = canary ? RolloutArm::kCandidate : RolloutArm::kPrimary;
+    std::shared_ptr<ShadowComparison> shadow, noise;
+    if (!canary && r.shadow_share > 0 && ToCandidate(r.shadow_share, nullptr, NextDraw())) {
+      if (r.recorder->TryStartShadow()) {
+        if (r.shadow_sent) r.shadow_sent->Increment();
+        shadow = std::make_shared<ShadowComparison>(r.recorder, /*noise=*/false);
+        SendShadow(rollout, candidate, RolloutArm::kCandidate, *request, shadow);
+        if (r.recorder->WantNoiseSample()) {
+          noise = std::make_shared<ShadowComparison>(r.recorder, /*noise=*/true);
+          SendShadow(rollout, primary, RolloutArm::kPrimary, *request, noise);
+        }
+      } else if (r.shadow_dropped) {
+        r.shadow_dropped->Increment();
+      }
+    }
+    on_done = [rollout = std::move(rollout), arm, shadow = std::move(shadow), noise = std::move(noise),
+               start = std::chrono::steady_clock::now(),
+               on_done = std::move(on_done)](Result<InferenceResponse> result) mutable {
+      RecordArm(*rollout, arm, result.status(), std::chrono::steady_clock::now() - start);
+      if (!shadow) return on_done(std::move(result));
+      // The outputs share their bytes: copying them costs a few pointers, and the client is answered before any
+      // comparison runs.
+      Result<std::vector<Tensor>> outputs =
+          result.ok() ? Result<std::vector<Tensor>>(result->outputs) : Result<std::vector<Tensor>>(result.status());
+      on_done(std::move(result));
+      if (noise) noise->Arrive(/*first=*/true, outputs);
+      shadow->Arrive(/*first=*/true, outputs);
+    };
+    return canary ? candidate : primary;
+  }
+
+  // A copy of `request` for `target` at its lowest priority, with no deadline and a cancellation of its own (the
+  // client does not wait for it): its answer goes to `comparison` and is dropped. A candidate's copy counts in the
+  // candidate's figures and releases its place among the shadow copies in flight.
+  void SendShadow(const std::shared_ptr<const RolloutRoute>& rollout, const VersionHandle& target, RolloutArm arm,
+                  const InferenceRequest& request, std::shared_ptr<ShadowComparison> comparison) {
+    auto copy = std::make_unique<InferenceRequest>(request);
+    copy->cancel = std::make_shared<CancelToken>();
+    copy->deadline.reset();
+    const std::optional<DynamicBatchingConfig>& batching = target->config().dynamic_batching;
+    copy->priority = batching ? batching->priority_levels : 0;  // the lowest level; 0 = the default of one level
+    copy->arrival = std::chrono::steady_clock::now();
+    Attempt(
+        target, std::move(copy),
+        [rollout, arm, comparison = std::move(comparison),
+         start = std::chrono::steady_clock::now()](Result<InferenceResponse> result) {
+          if (arm == RolloutArm::kCandidate) {
+            RecordArm(*rollout, arm, result.status(), std::chrono::steady_clock::now() - start);
+            rollout->recorder->FinishShadow();
+          }
+          comparison->Arrive(/*first=*/false, result.ok() ? Result<std::vector<Tensor>>(std::move(result->outputs))
+                                                          : Result<std::vector<Tensor>>(result.status()));
+        },
+        nullptr, /*may_degrade=*/false);
+  }
+
+  static void RecordArm(const RolloutRoute& rollout, RolloutArm arm, const Status& status,
+                        std::chrono::nanoseconds latency) {
+    // Every error counts but a cancellation (the client went away) and a superseded frame: the criterion is the
+    // increase over the primary on the same traffic, so errors the client causes weigh on both arms alike, while a
+    // candidate that rejects inputs the primary takes (TorchScript reports its exceptions as INVALID_ARGUMENT), fails
+    // them, or is refused by its breaker or a full queue shows.
+    if (status.code() == StatusCode::kCancelled || status.code() == StatusCode::kAborted) return;
+    const bool error = !status.ok();
+    rollout.recorder->RecordAnswer(arm, error, latency);
+    const size_t i = arm == RolloutArm::kPrimary ? 0 : 1;
+    if (rollout.answers[i]) rollout.answers[i]->Increment();
+    if (error && rollout.errors[i]) rollout.errors[i]->Increment();
+  }
+
+  // A hash of the request's sticky parameter, or nullopt when the rollout has none or the request lacks it.
+  static std::optional<uint64_t> StickyHash(const InferenceRequest& request, const std::string& key) {
+    if (key.empty()) return std::nullopt;
+    auto it = request.parameters.find(key);
+    if (it == request.parameters.end()) return std::nullopt;
+    const std::string text = std::visit(
+        [](const auto& v) -> std::string {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::string>)
+            return v;
+          else if constexpr (std::is_same_v<T, bool>)
+            return v ? "true" : "false";
+          else
+            return std::to_string(v);
+        },
+        it->second);
+    return Fnv1a(text.data(), text.size());
+  }
+
+  // A uniform draw per call, from a generator per thread (no lock on the request path).
+  static uint64_t NextDraw() {
+    thread_local uint64_t state = std::random_device{}() | (uint64_t{std::random_device{}()} << 32) | 1;
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return state * 0x2545F4914F6CDD1Dull;
   }
 
   void Publish(const std::function<void(RoutingTable&)>& change) {
@@ -499,6 +658,16 @@ void Engine::Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback
     return;
   }
   VersionHandle version = **found;
+  if (request->model_version == 0) {
+    const ModelRoute& route = *table->models.find(request->model_name)->second;
+    if (route.rollout) {
+      auto primary = route.serving.find(route.rollout->primary);
+      auto candidate = route.serving.find(route.rollout->candidate);
+      if (primary != route.serving.end() && candidate != route.serving.end()) {
+        version = impl_->RouteInRollout(route.rollout, primary->second, candidate->second, request, on_done);
+      }
+    }
+  }
   table.reset();
   std::shared_ptr<FallbackPlan> plan;
   if (!version->parts->fallback_models.empty()) {
@@ -521,7 +690,7 @@ Result<ModelConfig> Engine::FindConfig(const std::string& model) const {
   auto it = table->models.find(model);
   if (it == table->models.end()) return NotFound("unknown model '" + model + "'");
   const ModelRoute& route = *it->second;
-  if (!route.serving.empty()) return route.serving.rbegin()->second->config();
+  if (!route.serving.empty()) return Impl::DefaultVersion(route)->config();
   if (!route.config) {
     return Unavailable("model '" + model + "' has no valid configuration: " + route.unavailable.message());
   }

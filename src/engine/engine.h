@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -15,6 +16,7 @@
 #include "model/request.h"
 #include "multiplexer/multiplexer.h"
 #include "repository/repository.h"
+#include "rollout/stage_recorder.h"
 
 namespace weft {
 
@@ -52,10 +54,32 @@ struct ServingVersion {
 };
 using VersionHandle = std::shared_ptr<const ServingVersion>;
 
+// A rollout's hold on a model's traffic, for one stage (lifecycle/ decides each stage). Requests that name no version
+// go to the primary; in a canary stage a share of them goes to the candidate instead; in a shadow stage a share of
+// the primary's requests is copied to the candidate at the lowest priority, answered, compared with the primary's
+// answer and dropped. Both versions must be in the route's `serving`; while one is not, everything goes to the
+// primary (or, without it, to the default version). Immutable once published.
+struct RolloutRoute {
+  int64_t primary = 0;
+  int64_t candidate = 0;
+  double canary_share = 0;
+  double shadow_share = 0;
+  std::string sticky_key;                   // a request parameter: the same value, the same arm; empty = drawn
+  std::shared_ptr<StageRecorder> recorder;  // the stage's figures: every routed answer and comparison lands here
+  // Per arm (primary, candidate): answers, and the server's faults among them; shadow copies sent and dropped.
+  std::array<Counter*, 2> answers{};
+  std::array<Counter*, 2> errors{};
+  Counter* shadow_sent = nullptr;
+  Counter* shadow_dropped = nullptr;
+};
+
 // What the engine serves of one model and what it reports about it. Published as a whole; immutable once published.
 struct ModelRoute {
-  std::shared_ptr<const ModelConfig> config;        // for metadata and config queries; null when none is valid
-  std::map<int64_t, VersionHandle> serving;         // the versions that answer requests; version 0 = the highest
+  std::shared_ptr<const ModelConfig> config;  // for metadata and config queries; null when none is valid
+  std::map<int64_t, VersionHandle> serving;   // the versions that answer requests
+  // The version that answers requests naming none (version 0) when it serves; 0 = the highest serving one.
+  int64_t default_version = 0;
+  std::shared_ptr<const RolloutRoute> rollout;      // a rollout under way, or null
   std::vector<VersionReport> versions;              // every version worth reporting, ascending (the serving ones too)
   Status unavailable;                               // while `serving` is empty: why (loading, unloaded, failed)
   VersionState state = VersionState::kUnavailable;  // the model as a whole: kReady while anything serves
@@ -113,7 +137,7 @@ class Engine {
   void Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback on_done);
 
   // NotFound for an unknown model or version; Unavailable (with the reason) for one that does not serve.
-  // version 0 = the highest serving version.
+  // version 0 = the default version (the route's default_version when it serves, else the highest).
   Result<std::shared_ptr<const LoadedVersion>> FindVersion(const std::string& model, int64_t version) const;
   // The model's config even when it is not ready (for metadata); NotFound if unknown, Unavailable if unparsable.
   Result<ModelConfig> FindConfig(const std::string& model) const;

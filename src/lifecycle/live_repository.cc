@@ -18,6 +18,7 @@
 
 #include "base/log.h"
 #include "lifecycle/lifecycle_metrics.h"
+#include "lifecycle/model_rollout.h"
 #include "lifecycle/model_wish.h"
 #include "lifecycle/repository_watcher.h"
 #include "lifecycle/version_loader.h"
@@ -76,8 +77,15 @@ struct Unloaded {
 struct InitialLoad {
   std::promise<Status> done;
 };
+struct ApiRollout {
+  enum class Kind { kStart, kGet, kAbort };
+  Kind kind = Kind::kGet;
+  std::string model;
+  RolloutSpec spec;  // kStart
+  LiveRepository::RolloutDone done;
+};
 struct Shutdown {};
-using ControlEvent = std::variant<ApiLoad, ApiUnload, Loaded, Unloaded, InitialLoad, Shutdown>;
+using ControlEvent = std::variant<ApiLoad, ApiUnload, Loaded, Unloaded, InitialLoad, ApiRollout, Shutdown>;
 
 // The controller's mailbox. Shared with the loader threads and the engine's unload callbacks, which may run after the
 // repository is gone: then their events are dropped.
@@ -154,9 +162,31 @@ struct LiveRepository::Impl {
     std::vector<Copy> copies;
     std::vector<Done> waiters;               // API loads answered once the model settles
     std::vector<int64_t> reported_versions;  // versions with a state series in the metrics
+
+    // The last scan of its files and the config read from it: a rollout's decisions make the wish again from them
+    // without reading the files again.
+    ModelDirScan scan;
+    Result<ModelConfig> scanned_config = Unavailable("no config");
+    uint64_t scanned_config_source = 0;
+    int64_t scanned_config_changed = 0;
+
+    // Rollouts (docs/rollouts.md).
+    std::unique_ptr<ModelRollout> rollout;  // under way, or the last one
+    std::optional<RolloutSpec> policy;      // the config's weft.rollout.*: new versions are rolled out, not swapped in
+    // The version that answers requests naming none, while it serves (a rollout's outcome), and the highest version
+    // the directory held when it was set: without a policy, a newer version takes over as it would without a pin.
+    std::optional<int64_t> default_pin;
+    int64_t pin_horizon = 0;
+    struct Rejected {
+      int64_t version = 0;
+      uint64_t source = 0;  // these files, with this config: not rolled out again until either changes
+      bool unload = false;  // unloaded (not loaded again) rather than kept loaded and unused
+    };
+    std::optional<Rejected> rolled_back;
   };
 
   Engine* const engine;
+  MetricsRegistry* const registry;
   const LiveRepositoryOptions options;
   const std::string root;
   LifecycleMetrics metrics;
@@ -170,6 +200,7 @@ struct LiveRepository::Impl {
   SteadyClock::time_point next_poll{};   // when polling
   std::set<std::string> dirty;           // models whose files changed, to rescan at refresh_at
   SteadyClock::time_point refresh_at{};  // when dirty is not empty
+  SteadyClock::time_point next_rollout_tick{};
   uint64_t next_copy_id = 1;
   std::optional<std::promise<Status>> initial;  // Start() waits for it
   std::set<std::string> initial_models;         // not settled yet
@@ -178,7 +209,7 @@ struct LiveRepository::Impl {
   std::jthread controller;
 
   Impl(Engine* e, MetricsRegistry* m, LiveRepositoryOptions o)
-      : engine(e), options(std::move(o)), root(options.root.string()), metrics(m) {}
+      : engine(e), registry(m), options(std::move(o)), root(options.root.string()), metrics(m) {}
 
   // ---- Files to wishes ----
 
@@ -215,6 +246,7 @@ struct LiveRepository::Impl {
     Result<std::shared_ptr<const Backend>> backend = options.backends->Find(*config);
     if (!backend.ok()) return backend.status().WithContext(source_name);
     WEFT_RETURN_IF_ERROR((*backend)->Validate(*config).WithContext(source_name));
+    WEFT_RETURN_IF_ERROR(ParseRolloutPolicy(*config).status().WithContext(source_name));
     WEFT_ASSIGN_OR_RETURN(ResilienceConfig resilience, ParseResilienceConfig(*config));
     std::vector<std::pair<std::string, const char*>> stand_ins;  // (model, the parameter that names it)
     for (const std::string& fallback : resilience.fallback_models)
@@ -246,28 +278,241 @@ struct LiveRepository::Impl {
   // loaded set; the other modes: whether its directory exists).
   void Refresh(const std::string& name, bool serve, bool at_start) {
     Model& model = models[name];
-    ModelDirScan scan = ScanModelDir(options.root, name);
-    if (!serve) scan.exists = false;
-    uint64_t config_source = 0;
-    int64_t config_changed = 0;
-    Result<ModelConfig> config = Unavailable("no config");
-    if (scan.exists) config = ReadConfig(name, scan, model, &config_source, &config_changed);
+    model.scan = ScanModelDir(options.root, name);
+    if (!serve) model.scan.exists = false;
+    model.scanned_config_source = 0;
+    model.scanned_config_changed = 0;
+    model.scanned_config = Unavailable("no config");
+    if (model.scan.exists) {
+      model.scanned_config =
+          ReadConfig(name, model.scan, model, &model.scanned_config_source, &model.scanned_config_changed);
+    }
     // A config whose text is what the model already has is not being written, however recent its file's change.
-    if (config_source == model.config_source) config_changed = 0;
-    Wish next = WishFromScan({.scan = &scan,
-                              .config = &config,
-                              .config_source = config_source,
-                              .config_change_ns = config_changed,
-                              .now_ns = RealtimeNanos()},
-                             {.settle = SettleTime(at_start), .require_checksums = options.require_checksums});
-    if (!next.wish.settling) model.config_source = config_source;
-    if (config.ok() && !next.wish.settling) model.config = std::make_shared<const ModelConfig>(*std::move(config));
+    if (model.scanned_config_source == model.config_source) model.scanned_config_changed = 0;
+    Rewish(name, model, at_start);
+  }
+
+  // Makes the model's wish from its last scan, the version policy and its rollout's pins; starts a rollout when the
+  // config's policy asks for one and a new version is wanted.
+  void Rewish(const std::string& name, Model& model, bool at_start) {
+    const Result<ModelConfig>& config = model.scanned_config;
+    auto make = [&] {
+      WishInput input{.scan = &model.scan,
+                      .config = &config,
+                      .config_source = model.scanned_config_source,
+                      .config_change_ns = model.scanned_config_changed,
+                      .now_ns = RealtimeNanos()};
+      if (model.rollout && model.rollout->running()) {
+        input.also = {model.rollout->primary(), model.rollout->candidate()};
+      }
+      if (model.default_pin) input.also.push_back(*model.default_pin);
+      if (model.rolled_back && !model.rolled_back->unload) input.also.push_back(model.rolled_back->version);
+      if (model.rolled_back && model.rolled_back->unload) {
+        input.excluded = std::make_pair(model.rolled_back->version, model.rolled_back->source);
+      }
+      return WishFromScan(input, {.settle = SettleTime(at_start), .require_checksums = options.require_checksums});
+    };
+    if (!model.scan.exists && model.rollout && model.rollout->running()) {
+      model.rollout->RollBack("model_removed", "the model was removed or unloaded", SteadyClock::now());
+    }
+    Wish next = make();
+    if (!next.wish.settling && config.ok()) {
+      Result<std::optional<RolloutSpec>> policy = ParseRolloutPolicy(*config);
+      model.policy = policy.ok() ? *policy : std::nullopt;
+      if (DropStalePin(name, model)) next = make();
+      if (!at_start && MaybeStartAutomaticRollout(name, model, next.wish)) next = make();
+    }
+    if (!next.wish.settling) model.config_source = model.scanned_config_source;
+    if (config.ok() && !next.wish.settling) model.config = std::make_shared<const ModelConfig>(*config);
     // Logged and counted once per problem, not once per rescan.
     if (!next.wish.problem.ok() && next.wish.problem.message() != model.wish.wish.problem.message()) {
       WEFT_LOG(Warning) << "model '" << name << "': " << next.wish.problem.message();
       if (!config.ok()) metrics.For(name).config_failures->Increment();
     }
     model.wish = std::move(next);
+  }
+
+  // ---- Rollouts ----
+
+  // The version that answers requests naming none now: the pin (or the rollout's primary) when it serves, else the
+  // highest serving one; nullopt when nothing serves.
+  static std::optional<int64_t> ServingDefault(const Model& model) {
+    std::optional<int64_t> highest;
+    std::optional<int64_t> wanted =
+        model.rollout && model.rollout->running() ? model.rollout->primary() : model.default_pin;
+    for (const Copy& c : model.copies) {
+      if (c.copy.phase != Phase::kServing) continue;
+      if (wanted && c.copy.version == *wanted) return wanted;
+      highest = std::max(highest.value_or(c.copy.version), c.copy.version);
+    }
+    return highest;
+  }
+
+  static int64_t NewestPresent(const Model& model) {
+    return model.scan.versions.empty() ? 0 : model.scan.versions.back().version;
+  }
+
+  // Drops a pin whose version is gone from the directory or, for a model without a rollout policy, once a version
+  // newer than any the directory held when it was set appears (it takes over, as it would without the pin).
+  bool DropStalePin(const std::string& name, Model& model) {
+    if (!model.default_pin || (model.rollout && model.rollout->running())) return false;
+    const bool present = std::any_of(model.scan.versions.begin(), model.scan.versions.end(),
+                                     [&](const VersionDirScan& v) { return v.version == *model.default_pin; });
+    const bool newer = !model.policy && NewestPresent(model) > model.pin_horizon;
+    if (present && !newer) return false;
+    WEFT_LOG(Info) << "model '" << name << "': version " << *model.default_pin << " no longer answers by default ("
+                   << (present ? "a newer version appeared" : "its directory is gone") << ")";
+    model.default_pin.reset();
+    return true;
+  }
+
+  // With a rollout policy and nothing rolling out: the newest wanted version above the one that serves by default,
+  // not serving yet and not rolled back from these files, becomes the candidate of a new rollout.
+  bool MaybeStartAutomaticRollout(const std::string& name, Model& model, const ModelWish& wish) {
+    if (!model.policy || (model.rollout && model.rollout->running())) return false;
+    const std::optional<int64_t> primary = ServingDefault(model);
+    if (!primary) return false;  // nothing serves yet: the first version simply loads
+    for (auto it = wish.versions.rbegin(); it != wish.versions.rend() && it->version > *primary; ++it) {
+      if (it->readiness == WantedVersion::Readiness::kRefused) continue;
+      if (model.rolled_back && model.rolled_back->version == it->version && model.rolled_back->source == it->source) {
+        continue;
+      }
+      const bool serving = std::any_of(model.copies.begin(), model.copies.end(), [&](const Copy& c) {
+        return c.copy.version == it->version && c.copy.phase == Phase::kServing;
+      });
+      if (serving) continue;
+      RolloutSpec spec = *model.policy;
+      spec.candidate = it->version;
+      model.rollout = std::make_unique<ModelRollout>(name, std::move(spec), *primary, /*automatic=*/true, registry,
+                                                     SteadyClock::now());
+      return true;
+    }
+    return false;
+  }
+
+  // A running rollout whose candidate failed to load ends; one whose versions both serve begins.
+  void CheckRollout(const std::string& name, Model& model) {
+    if (!model.rollout || !model.rollout->running() || model.rollout->started()) return;
+    const int64_t candidate = model.rollout->candidate();
+    const Copy* failed = nullptr;
+    bool pending = false;
+    for (const Copy& c : model.copies) {
+      if (c.copy.version != candidate) continue;
+      if (c.copy.phase == Phase::kFailed) {
+        failed = &c;
+      } else if (c.copy.phase != Phase::kDraining) {
+        pending = true;
+      }
+    }
+    const bool wanted = std::any_of(model.wish.wish.versions.begin(), model.wish.wish.versions.end(),
+                                    [&](const WantedVersion& w) { return w.version == candidate; });
+    if (pending || (wanted && !failed) || model.wish.wish.settling) return;
+    model.rollout->RollBack("candidate_failed",
+                            "version " + std::to_string(candidate) + " did not load: " +
+                                (failed ? failed->copy.reason.message()
+                                        : (model.wish.wish.problem.ok() ? std::string("it is not wanted")
+                                                                        : model.wish.wish.problem.message())),
+                            SteadyClock::now());
+    FinishRollout(name, model);
+  }
+
+  // A rollout has ended: the candidate answers by default from now on (promoted), or the primary keeps doing so and
+  // the candidate stays loaded and unused, or is unloaded (rolled back).
+  void FinishRollout(const std::string& name, Model& model) {
+    const ModelRollout& rollout = *model.rollout;
+    model.pin_horizon = NewestPresent(model);
+    if (rollout.outcome() == ModelRollout::Outcome::kPromoted) {
+      model.default_pin = rollout.candidate();
+      model.rolled_back.reset();
+    } else {
+      model.default_pin = rollout.primary();
+      uint64_t source = 0;
+      for (const Copy& c : model.copies) {
+        if (c.copy.version == rollout.candidate()) source = c.copy.source;
+      }
+      for (const WantedVersion& w : model.wish.wish.versions) {
+        if (w.version == rollout.candidate()) source = w.source;
+      }
+      model.rolled_back = Model::Rejected{rollout.candidate(), source, rollout.spec().unload_on_rollback};
+    }
+    Rewish(name, model, /*at_start=*/false);
+    Advance(name);
+  }
+
+  void TickRollouts() {
+    const SteadyClock::time_point now = SteadyClock::now();
+    if (now < next_rollout_tick) return;
+    next_rollout_tick = now + ModelRollout::kTickInterval;
+    std::vector<std::string> names;
+    for (const auto& [name, model] : models) {
+      if (model.rollout && model.rollout->running() && model.rollout->started()) names.push_back(name);
+    }
+    for (const std::string& name : names) {
+      Model& model = models[name];
+      if (!model.rollout->Tick(now)) continue;
+      if (model.rollout->running()) {
+        Publish(name, model);  // the next stage's route
+      } else {
+        FinishRollout(name, model);
+      }
+    }
+  }
+
+  bool RolloutsTicking() const {
+    return std::any_of(models.begin(), models.end(), [](const auto& entry) {
+      return entry.second.rollout && entry.second.rollout->running() && entry.second.rollout->started();
+    });
+  }
+
+  void OnApiRollout(ApiRollout& call) {
+    auto it = models.find(call.model);
+    const SteadyClock::time_point now = SteadyClock::now();
+    if (it == models.end()) return call.done(NotFound("unknown model '" + call.model + "'"));
+    Model& model = it->second;
+    switch (call.kind) {
+      case ApiRollout::Kind::kGet:
+        if (!model.rollout) return call.done(NotFound("model '" + call.model + "' has had no rollout"));
+        return call.done(model.rollout->Report(now));
+      case ApiRollout::Kind::kAbort:
+        if (!model.rollout || !model.rollout->running()) {
+          return call.done(NotFound("no rollout of model '" + call.model + "' is under way"));
+        }
+        model.rollout->RollBack("abort", "aborted by the API (DELETE)", now);
+        call.done(model.rollout->Report(now));
+        return FinishRollout(call.model, model);
+      case ApiRollout::Kind::kStart: break;
+    }
+    if (shutting_down) return call.done(Unavailable("the server is shutting down"));
+    if (model.rollout && model.rollout->running()) {
+      return call.done(Aborted("a rollout of version " + std::to_string(model.rollout->candidate()) + " of model '" +
+                               call.model + "' is under way: wait for it or DELETE it first"));
+    }
+    const std::optional<int64_t> primary = ServingDefault(model);
+    if (!primary)
+      return call.done(Unavailable("model '" + call.model + "' does not serve: nothing to roll out against"));
+    const int64_t candidate = call.spec.candidate;
+    if (candidate == *primary) {
+      return call.done(InvalidArgument("version " + std::to_string(candidate) + " of model '" + call.model +
+                                       "' already answers requests that name no version"));
+    }
+    const bool present =
+        model.scan.exists && std::any_of(model.scan.versions.begin(), model.scan.versions.end(),
+                                         [&](const VersionDirScan& v) { return v.version == candidate; });
+    if (!present) {
+      return call.done(NotFound("model '" + call.model + "' has no version directory " + std::to_string(candidate)));
+    }
+    if (model.rolled_back && model.rolled_back->version == candidate) model.rolled_back.reset();  // asked again
+    // Asked again: a failed copy of the candidate gets another try.
+    std::erase_if(model.copies,
+                  [&](const Copy& c) { return c.copy.version == candidate && c.copy.phase == Phase::kFailed; });
+    model.rollout =
+        std::make_unique<ModelRollout>(call.model, std::move(call.spec), *primary, /*automatic=*/false, registry, now);
+    Rewish(call.model, model, /*at_start=*/false);
+    Advance(call.model);
+    auto again = models.find(call.model);
+    if (again == models.end() || !again->second.rollout)
+      return call.done(Unavailable("model '" + call.model + "' is gone"));
+    call.done(again->second.rollout->Report(SteadyClock::now()));
   }
 
   // ---- Steps ----
@@ -292,6 +537,9 @@ struct LiveRepository::Impl {
       if (!acted) break;
     }
     Publish(name, model);
+    CheckRollout(name, model);
+    it = models.find(name);
+    if (it == models.end()) return;
     std::vector<VersionCopy> view = View(model);
     ModelSteps steps = PlanModel(model.wish.wish, view);
     if (steps.settled) {
@@ -377,6 +625,15 @@ struct LiveRepository::Impl {
     route->versions = ReportVersions(model.wish.wish, view);
     route->unavailable = UnavailableReason(model.wish.wish, view);
     route->failed = ModelFailed(model.wish.wish, view);
+    if (model.rollout && model.rollout->running()) {
+      route->default_version = model.rollout->primary();
+      if (route->serving.contains(model.rollout->primary()) && route->serving.contains(model.rollout->candidate())) {
+        model.rollout->Begin(SteadyClock::now());
+      }
+      route->rollout = model.rollout->Route();
+    } else if (model.default_pin) {
+      route->default_version = *model.default_pin;
+    }
     if (!route->serving.empty()) {
       route->state = VersionState::kReady;
     } else if (!model.wish.wish.serve) {
@@ -494,6 +751,9 @@ struct LiveRepository::Impl {
       return unload.done(Status::Ok());  // in the repository, not loaded: nothing to do
     }
     WEFT_LOG(Info) << "model '" << unload.model << "': unload requested";
+    if (it->second.rollout && it->second.rollout->running()) {
+      it->second.rollout->RollBack("model_removed", "the model was unloaded", SteadyClock::now());
+    }
     for (Done& done : it->second.waiters)
       done(Unavailable("model '" + unload.model + "' was unloaded while it loaded"));
     it->second.waiters.clear();
@@ -602,6 +862,7 @@ struct LiveRepository::Impl {
     auto consider = [&](SteadyClock::time_point t) { next = next ? std::min(*next, t) : t; };
     if (polling) consider(next_poll);
     if (!dirty.empty()) consider(refresh_at);
+    if (RolloutsTicking()) consider(next_rollout_tick);
     const int64_t real_now = RealtimeNanos();
     for (const auto& [name, model] : models) {
       if (model.wish.recheck_at_ns == 0) continue;
@@ -629,6 +890,7 @@ struct LiveRepository::Impl {
       if (model.wish.recheck_at_ns != 0 && real_now >= model.wish.recheck_at_ns) due.push_back(name);
     }
     for (const std::string& name : due) Rescan(name);
+    TickRollouts();
   }
 
   // ---- The controller's loop ----
@@ -657,6 +919,7 @@ struct LiveRepository::Impl {
               if constexpr (std::is_same_v<T, Loaded>) OnLoaded(std::move(e.outcome));
               if constexpr (std::is_same_v<T, Unloaded>) OnUnloaded(e);
               if constexpr (std::is_same_v<T, InitialLoad>) OnInitialLoad(e);
+              if constexpr (std::is_same_v<T, ApiRollout>) OnApiRollout(e);
             },
             event);
       }
@@ -704,6 +967,7 @@ LiveRepository::~LiveRepository() {
     if (auto* load = std::get_if<ApiLoad>(&event)) load->done(Unavailable("the server is shutting down"));
     if (auto* unload = std::get_if<ApiUnload>(&event)) unload->done(Unavailable("the server is shutting down"));
     if (auto* initial = std::get_if<InitialLoad>(&event)) initial->done.set_value(Unavailable("stopped"));
+    if (auto* rollout = std::get_if<ApiRollout>(&event)) rollout->done(Unavailable("the server is shutting down"));
   }
   impl_->loader.reset();
   impl_->AnswerWaiters(Unavailable("the server is shutting down"));
@@ -763,6 +1027,19 @@ void LiveRepository::Load(const std::string& model, std::optional<std::string> c
 void LiveRepository::Unload(const std::string& model, Done done) {
   if (Status s = CheckApiCall(impl_->options.mode, "unloading", model); !s.ok()) return done(s);
   impl_->inbox->Post(ApiUnload{model, std::move(done)});
+}
+
+void LiveRepository::StartRollout(const std::string& model, RolloutSpec spec, RolloutDone done) {
+  if (Status s = ValidateRolloutSpec(spec); !s.ok()) return done(s);
+  impl_->inbox->Post(ApiRollout{ApiRollout::Kind::kStart, model, std::move(spec), std::move(done)});
+}
+
+void LiveRepository::GetRollout(const std::string& model, RolloutDone done) {
+  impl_->inbox->Post(ApiRollout{ApiRollout::Kind::kGet, model, {}, std::move(done)});
+}
+
+void LiveRepository::AbortRollout(const std::string& model, RolloutDone done) {
+  impl_->inbox->Post(ApiRollout{ApiRollout::Kind::kAbort, model, {}, std::move(done)});
 }
 
 std::vector<LiveRepository::IndexEntry> LiveRepository::Index(bool ready_only) const {

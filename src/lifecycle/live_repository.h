@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "metrics/metrics.h"
 #include "model/backend.h"
+#include "rollout/rollout_report.h"
 
 namespace weft {
 
@@ -84,6 +85,20 @@ class LiveRepository {
     std::string reason;
   };
   std::vector<IndexEntry> Index(bool ready_only) const;
+
+  // Rollouts (docs/rollouts.md). Answered exactly once, on any thread; must not block.
+  using RolloutDone = std::function<void(Result<RolloutReport>)>;
+  // Starts rolling `spec.candidate` out against the version that now answers requests naming none (the primary):
+  // the candidate is loaded beside it if it does not serve yet (in mode none it must already serve), then goes
+  // through the stages. Answers at once with the report: NotFound for an unknown model or a candidate not in its
+  // directory, InvalidArgument for a candidate that is the primary, Aborted while another rollout of the model is
+  // under way, Unavailable while the model does not serve.
+  void StartRollout(const std::string& model, RolloutSpec spec, RolloutDone done);
+  // The rollout under way, or the model's last one: NotFound when it has had none since it loaded.
+  void GetRollout(const std::string& model, RolloutDone done);
+  // Rolls the rollout under way back at once (DELETE): the primary answers everything from now on. NotFound when
+  // none is under way.
+  void AbortRollout(const std::string& model, RolloutDone done);
 
   // Answered exactly once, on any thread; must not block.
   using Done = std::function<void(Status)>;

@@ -28,7 +28,7 @@ using namespace std::chrono_literals;
 // Configs in a small format of this test's own, "key value" per line, so that the test needs no protobuf (whose
 // prebuilt library and TSan disagree on the layout of its classes): `builtin affine|sleep`, `batch_delay_us N`
 // (sleep), `queue_delay_us N` (a config edit that changes nothing else), `policy all`, `max_batch_size N`,
-// `fallback NAME` (weft.fallback_models), `dims N` (of the input and the output). Anything
+// `fallback NAME` (weft.fallback_models), `weft.rollout.* VALUE`, `dims N` (of the input and the output). Anything
 // else is a config error naming the source, as the real parser's errors do.
 // The builtin `affine` model: OUTPUT0 = scale * INPUT0 + offset, scale and offset read from its version's model.txt.
 // With scale 1 and input 1, the output names the version's files: offset k answers 1 + k.
@@ -55,6 +55,8 @@ Result<ModelConfig> ParseTestConfig(std::string_view text, const std::string& so
       config.max_batch_size = number;
     } else if (key == "fallback") {
       config.parameters["weft.fallback_models"] = value;
+    } else if (key.starts_with("weft.rollout.")) {
+      config.parameters[key] = value;
     } else if (key == "dims" && numeric) {
       config.inputs[0].dims = config.outputs[0].dims = {number};
     } else {
@@ -156,6 +158,62 @@ class LiveRepositoryTest : public ::testing::Test {
     repository_->Unload(model, [&](Status s) { done.set_value(std::move(s)); });
     return done.get_future().get();
   }
+
+  Result<RolloutReport> Rollout(const std::string& model) {
+    std::promise<Result<RolloutReport>> done;
+    repository_->GetRollout(model, [&](Result<RolloutReport> r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  }
+  Result<RolloutReport> StartRollout(const std::string& model, RolloutSpec spec) {
+    std::promise<Result<RolloutReport>> done;
+    repository_->StartRollout(model, std::move(spec), [&](Result<RolloutReport> r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  }
+  Result<RolloutReport> AbortRollout(const std::string& model) {
+    std::promise<Result<RolloutReport>> done;
+    repository_->AbortRollout(model, [&](Result<RolloutReport> r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  }
+  std::string RolloutState(const std::string& model) {
+    Result<RolloutReport> report = Rollout(model);
+    return report.ok() ? report->state : "";
+  }
+
+  // Clients sending requests that name no version until stopped; counts answers by value and errors.
+  class Traffic {
+   public:
+    explicit Traffic(LiveRepositoryTest* test, const std::string& model) {
+      for (int i = 0; i < 2; ++i) {
+        threads_.emplace_back([this, test, model](std::stop_token stop) {
+          while (!stop.stop_requested()) {
+            Answer a = test->Infer(model);
+            std::lock_guard lock(mu_);
+            if (!a.status.ok()) {
+              errors_.push_back(a.status.ToString());
+            } else {
+              ++values_[a.value];
+            }
+          }
+        });
+      }
+    }
+    ~Traffic() { Stop(); }
+    void Stop() { threads_.clear(); }
+    std::map<float, int> values() {
+      std::lock_guard lock(mu_);
+      return values_;
+    }
+    std::vector<std::string> errors() {
+      std::lock_guard lock(mu_);
+      return errors_;
+    }
+
+   private:
+    std::mutex mu_;
+    std::map<float, int> values_;      // guarded by mu_
+    std::vector<std::string> errors_;  // guarded by mu_
+    std::vector<std::jthread> threads_;
+  };
 
   double Metric(const std::string& series) {
     const std::string text = metrics_.Exposition();
@@ -427,6 +485,121 @@ TEST_F(LiveRepositoryTest, TwentyChangesUnderLoadFailNoRequest) {
   EXPECT_THAT(failures, ::testing::IsEmpty());
   EXPECT_GT(answered.load(), 200);
   EXPECT_GE(seen.size(), 10u);
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// Quick stages for tests: a shadow stage and a canary at half, 30 requests and 200 ms each.
+const std::string kQuickRollout =
+    "weft.rollout.stages shadow:1,canary:0.5\nweft.rollout.min_requests 30\nweft.rollout.min_duration_ms 200\n";
+
+TEST_F(LiveRepositoryTest, ANewVersionOfAModelWithARolloutPolicyIsRolledOutAndPromoted) {
+  Write("m/config.pbtxt", AffineConfig("m", kQuickRollout));
+  WriteVersion("m", 1, 10);
+  Start(ModelControlMode::kWatch, {.settle = 50ms});
+  Traffic traffic(this, "m");
+  WriteVersion("m", 2, 10);  // faithful: the same answers
+  ASSERT_TRUE(WaitFor([&] { return RolloutState("m") == "promoted"; }, 30s)) << RolloutState("m");
+  Result<RolloutReport> report = Rollout("m");
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->automatic);
+  EXPECT_EQ(report->primary, 1);
+  EXPECT_EQ(report->candidate, 2);
+  std::vector<std::string> actions;
+  for (const RolloutDecisionRecord& d : report->decisions) actions.push_back(d.action);
+  EXPECT_EQ(actions, (std::vector<std::string>{"start", "next_stage", "promote"}));
+  EXPECT_GE(report->decisions[1].figures.divergence.compared, 30u);
+  EXPECT_EQ(report->decisions[1].figures.divergence.diverged, 0u);
+  // The candidate answers everything now, and version 1 leaves (latest { num_versions: 1 }).
+  ASSERT_TRUE(WaitFor([&] { return Infer("m").version == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return Entry("m", 1).state.empty(); }));
+  traffic.Stop();
+  EXPECT_TRUE(traffic.errors().empty()) << traffic.errors().front();
+  EXPECT_EQ(Metric("weft_rollout_decisions_total{model=\"m\",action=\"promote\"}"), 1);
+  EXPECT_EQ(Metric("weft_rollout_stage{model=\"m\"}"), 0);
+}
+
+TEST_F(LiveRepositoryTest, ANewVersionWithWrongOutputsIsRolledBackInShadowAndNeverAnswers) {
+  Write("m/config.pbtxt", AffineConfig("m", kQuickRollout + "weft.rollout.on_rollback unload\n"));
+  WriteVersion("m", 1, 10);
+  Start(ModelControlMode::kWatch, {.settle = 50ms});
+  Traffic traffic(this, "m");
+  WriteVersion("m", 2, 50);  // answers 51 where version 1 answers 11
+  ASSERT_TRUE(WaitFor([&] { return RolloutState("m") == "rolled_back"; }, 30s)) << RolloutState("m");
+  Result<RolloutReport> report = Rollout("m");
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->stage, 0u);
+  EXPECT_EQ(report->decisions.back().action, "rollback");
+  EXPECT_THAT(report->decisions.back().reason, HasSubstr("diverge"));
+  // Unloaded, and not loaded again from the same files.
+  ASSERT_TRUE(WaitFor([&] { return Entry("m", 2).state.empty(); }));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(Entry("m", 2).state.empty());
+  traffic.Stop();
+  EXPECT_TRUE(traffic.errors().empty()) << traffic.errors().front();
+  std::map<float, int> values = traffic.values();
+  EXPECT_EQ(values.count(51), 0u) << "a client received the candidate's answer";
+  EXPECT_GT(values[11], 0);
+  EXPECT_EQ(Infer("m").value, 11);
+  // New files for version 2: rolled out again.
+  WriteVersion("m", 2, 10);
+  ASSERT_TRUE(WaitFor([&] { return RolloutState("m") == "shadow" || RolloutState("m") == "loading"; }));
+}
+
+TEST_F(LiveRepositoryTest, TheApiStartsARolloutThatSurvivesAConfigReloadAndDeleteRollsItBack) {
+  Write("m/config.pbtxt", AffineConfig("m", "policy all\n"));
+  WriteVersion("m", 1, 10);
+  Start(ModelControlMode::kWatch, {.settle = 50ms});
+  EXPECT_EQ(StartRollout("m", RolloutSpec{.candidate = 7}).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(StartRollout("nope", RolloutSpec{.candidate = 2}).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(StartRollout("m", RolloutSpec{.candidate = 1}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Rollout("m").status().code(), StatusCode::kNotFound);
+  WriteVersion("m", 2, 20);
+  // policy all: version 2 serves beside 1, and (with no rollout policy) answers by default.
+  ASSERT_TRUE(WaitFor([&] { return Infer("m").version == 2; }));
+  RolloutSpec spec;
+  spec.candidate = 1;  // roll back to 1 the careful way: a canary of 100% that must hold for a long time
+  spec.stages = {{.kind = RolloutStage::Kind::kCanary, .share = 0.5, .min_requests = 1, .min_duration = 60s}};
+  spec.criteria.max_p99_ratio = 1000;
+  Result<RolloutReport> started = StartRollout("m", spec);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  EXPECT_EQ(started->primary, 2);
+  EXPECT_EQ(StartRollout("m", spec).status().code(), StatusCode::kAborted);
+  ASSERT_TRUE(WaitFor([&] { return RolloutState("m") == "canary"; }));
+  std::set<int64_t> versions;
+  for (int i = 0; i < 200; ++i) versions.insert(Infer("m").version);
+  EXPECT_EQ(versions, (std::set<int64_t>{1, 2}));
+
+  // A config reload loads new copies of both versions; the rollout goes on with them.
+  Write("m/config.pbtxt", AffineConfig("m", "policy all\nqueue_delay_us 100\n"));
+  ASSERT_TRUE(WaitFor([&] { return Metric("weft_model_loads_total{model=\"m\"}") == 4; }));
+  EXPECT_EQ(RolloutState("m"), "canary");
+  versions.clear();
+  for (int i = 0; i < 200; ++i) versions.insert(Infer("m").version);
+  EXPECT_EQ(versions, (std::set<int64_t>{1, 2}));
+
+  Result<RolloutReport> aborted = AbortRollout("m");
+  ASSERT_TRUE(aborted.ok());
+  EXPECT_EQ(aborted->state, "rolled_back");
+  EXPECT_EQ(aborted->decisions.back().action, "abort");
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(Infer("m").version, 2);
+  EXPECT_EQ(AbortRollout("m").status().code(), StatusCode::kNotFound);
+  // Kept loaded and unused: it still answers requests that name it.
+  EXPECT_EQ(Infer("m", 1).value, 11);
+}
+
+TEST_F(LiveRepositoryTest, ACandidateThatFailsToLoadEndsItsRollout) {
+  Write("m/config.pbtxt", AffineConfig("m", kQuickRollout));
+  WriteVersion("m", 1, 10);
+  Start(ModelControlMode::kWatch, {.settle = 50ms});
+  Write("m/2/model.txt", "not numbers");
+  ASSERT_TRUE(WaitFor([&] { return RolloutState("m") == "rolled_back"; }, 30s)) << RolloutState("m");
+  EXPECT_EQ(Rollout("m")->decisions.back().action, "candidate_failed");
+  EXPECT_EQ(Infer("m").value, 11);
 }
 
 }  // namespace

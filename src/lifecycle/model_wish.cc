@@ -58,7 +58,12 @@ Wish WishFromScan(const WishInput& input, const WishOptions& options) {
 
   std::vector<int64_t> present;
   for (const VersionDirScan& v : scan.versions) present.push_back(v.version);
-  const std::vector<int64_t> selected = SelectVersions(config.version_policy, present);
+  std::vector<int64_t> selected = SelectVersions(config.version_policy, present);
+  for (int64_t v : input.also) {
+    if (std::binary_search(present.begin(), present.end(), v)) selected.push_back(v);
+  }
+  std::sort(selected.begin(), selected.end());
+  selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
   if (selected.empty()) {
     wish.problem = NotFound(scan.name + ": no version directory matches the version policy (" +
                             VersionPolicyToString(config.version_policy) +
@@ -70,6 +75,7 @@ Wish WishFromScan(const WishInput& input, const WishOptions& options) {
     WantedVersion wanted;
     wanted.version = v.version;
     wanted.source = VersionSource(input.config_source, v.fingerprint);
+    if (input.excluded && input.excluded->first == v.version && input.excluded->second == wanted.source) continue;
     if (!v.error.ok()) {
       wanted.readiness = WantedVersion::Readiness::kRefused;
       wanted.why = v.error;

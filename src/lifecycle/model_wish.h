@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "base/result.h"
 #include "lifecycle/version_plan.h"
@@ -29,6 +32,11 @@ struct WishInput {
   // The last change of the config: its file's, or 0 for an override (an API call is complete when it arrives).
   int64_t config_change_ns = 0;
   int64_t now_ns = 0;  // CLOCK_REALTIME, the clock of file times
+  // Versions wanted beside the policy's, when their directories exist: a rollout's primary and candidate, the
+  // version a rollout left serving. Ascending or not; duplicates are fine.
+  std::vector<int64_t> also;
+  // A version not to load while its source is this one: a candidate a rollout rolled back and unloaded.
+  std::optional<std::pair<int64_t, uint64_t>> excluded;
 };
 
 struct Wish {

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "base/json_string.h"
+#include "model/parameter_text.h"
 
 namespace weft {
 namespace {
@@ -18,8 +19,6 @@ constexpr std::string_view kFailureRateKey = "weft.breaker.failure_rate";
 constexpr std::string_view kFallbackKey = "weft.fallback_models";
 constexpr std::string_view kDegradeKey = "weft.degrade_to";
 constexpr std::string_view kExecutionTimeoutKey = "weft.execution_timeout_ms";
-// A config may come from a client (the repository API's load override): messages quote at most this much of it.
-constexpr size_t kMaxQuotedBytes = 64;
 
 constexpr int64_t kMaxMillis = BreakerLimits::kMaxDuration.count();
 
@@ -60,84 +59,49 @@ const std::array<IntegerField, 7>& IntegerFields() {
   return fields;
 }
 
-std::string_view Trim(std::string_view s) {
-  constexpr std::string_view kSpace = " \t\n\r\f\v";
-  const size_t begin = s.find_first_not_of(kSpace);
-  if (begin == std::string_view::npos) return {};
-  return s.substr(begin, s.find_last_not_of(kSpace) - begin + 1);
-}
-
-std::string Quoted(std::string_view value) { return "'" + TruncateUtf8(value, kMaxQuotedBytes) + "'"; }
-
-Status BadValue(std::string_view key, std::string_view expected, std::string_view got) {
-  return InvalidArgument("parameters '" + std::string(key) + "': expected " + std::string(expected) + ", got " +
-                         std::string(got));
-}
-
-// The shortest text that reads back as `value` ("0.5", "1e-09", "nan").
-std::string FormatDouble(double value) {
-  std::array<char, 64> buffer;
-  auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-  return ec == std::errc() ? std::string(buffer.data(), end) : std::string("?");
-}
-
-// The whole of `text` as a decimal integer without a sign; nullopt for anything else or on overflow.
-std::optional<uint64_t> ParseUnsigned(std::string_view text) {
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-std::optional<double> ParseDouble(std::string_view text) {
-  double value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
 Status ParseBreakerParameter(std::string_view key, std::string_view raw, BreakerOptions* options) {
-  const std::string_view value = Trim(raw);
+  const std::string_view value = TrimParameter(raw);
   if (key == kEnabledKey) {
-    if (value != "true" && value != "false") return BadValue(key, "true or false", Quoted(raw));
+    if (value != "true" && value != "false") return BadParameter(key, "true or false", QuotedParameter(raw));
     options->enabled = value == "true";
     return Status::Ok();
   }
   if (key == kFailureRateKey) {
-    std::optional<double> rate = ParseDouble(value);
-    if (!rate || !(*rate > 0 && *rate <= 1)) return BadValue(key, "a number in (0, 1]", Quoted(raw));
+    std::optional<double> rate = ParseParameterDouble(value);
+    if (!rate || !(*rate > 0 && *rate <= 1)) return BadParameter(key, "a number in (0, 1]", QuotedParameter(raw));
     options->failure_rate = *rate;
     return Status::Ok();
   }
   for (const IntegerField& field : IntegerFields()) {
     if (key != field.key) continue;
-    std::optional<uint64_t> parsed = ParseUnsigned(value);
+    std::optional<uint64_t> parsed = ParseParameterUnsigned(value);
     if (!parsed || *parsed < static_cast<uint64_t>(field.min) || *parsed > static_cast<uint64_t>(field.max)) {
-      return BadValue(key, field.expected, Quoted(raw));
+      return BadParameter(key, field.expected, QuotedParameter(raw));
     }
     field.set(*options, static_cast<int64_t>(*parsed));
     return Status::Ok();
   }
-  return InvalidArgument("parameters " + Quoted(key) +
+  return InvalidArgument("parameters " + QuotedParameter(key) +
                          ": unknown circuit breaker parameter (known: enabled, window_calls, window_ms, "
                          "minimum_calls, failure_rate, consecutive_failures, open_ms, max_open_ms, half_open_probes)");
 }
 
 Result<std::vector<std::string>> ParseFallbackModels(std::string_view raw, const std::string& model) {
   std::vector<std::string> names;
-  if (Trim(raw).empty()) return names;
+  if (TrimParameter(raw).empty()) return names;
   const std::string where = "parameters '" + std::string(kFallbackKey) + "': ";
   std::set<std::string_view> seen;
   size_t start = 0;
   while (true) {
     const size_t comma = raw.find(',', start);
-    const std::string_view name = Trim(raw.substr(start, comma == std::string_view::npos ? raw.npos : comma - start));
+    const std::string_view name =
+        TrimParameter(raw.substr(start, comma == std::string_view::npos ? raw.npos : comma - start));
     if (name.empty()) {
-      return InvalidArgument(where + "model name " + std::to_string(names.size() + 1) + " is empty in " + Quoted(raw) +
-                             " (expected names separated by commas)");
+      return InvalidArgument(where + "model name " + std::to_string(names.size() + 1) + " is empty in " +
+                             QuotedParameter(raw) + " (expected names separated by commas)");
     }
-    if (name == model) return InvalidArgument(where + "lists the model itself, " + Quoted(name));
-    if (!seen.insert(name).second) return InvalidArgument(where + "lists " + Quoted(name) + " twice");
+    if (name == model) return InvalidArgument(where + "lists the model itself, " + QuotedParameter(name));
+    if (!seen.insert(name).second) return InvalidArgument(where + "lists " + QuotedParameter(name) + " twice");
     names.emplace_back(name);
     if (comma == std::string_view::npos) break;
     start = comma + 1;
@@ -146,10 +110,12 @@ Result<std::vector<std::string>> ParseFallbackModels(std::string_view raw, const
 }
 
 Result<std::string> ParseDegradeTo(std::string_view raw, const std::string& model) {
-  const std::string_view name = Trim(raw);
+  const std::string_view name = TrimParameter(raw);
   const std::string where = "parameters '" + std::string(kDegradeKey) + "': ";
-  if (name.find(',') != std::string_view::npos) return InvalidArgument(where + "names one model, got " + Quoted(raw));
-  if (!name.empty() && name == model) return InvalidArgument(where + "names the model itself, " + Quoted(name));
+  if (name.find(',') != std::string_view::npos)
+    return InvalidArgument(where + "names one model, got " + QuotedParameter(raw));
+  if (!name.empty() && name == model)
+    return InvalidArgument(where + "names the model itself, " + QuotedParameter(name));
   return std::string(name);
 }
 
@@ -158,10 +124,10 @@ Result<std::string> ParseDegradeTo(std::string_view raw, const std::string& mode
 Status ValidateBreakerOptions(const BreakerOptions& options) {
   for (const IntegerField& field : IntegerFields()) {
     const int64_t value = field.get(options);
-    if (value < field.min || value > field.max) return BadValue(field.key, field.expected, std::to_string(value));
+    if (value < field.min || value > field.max) return BadParameter(field.key, field.expected, std::to_string(value));
   }
   if (!(options.failure_rate > 0 && options.failure_rate <= 1)) {
-    return BadValue(kFailureRateKey, "a number in (0, 1]", FormatDouble(options.failure_rate));
+    return BadParameter(kFailureRateKey, "a number in (0, 1]", FormatParameterDouble(options.failure_rate));
   }
   if (options.window.count() == 0 && options.minimum_calls > options.window_calls) {
     return InvalidArgument("parameters 'weft.breaker.minimum_calls': " + std::to_string(options.minimum_calls) +
@@ -186,9 +152,9 @@ Result<ResilienceConfig> ParseResilienceConfig(const ModelConfig& config) {
     } else if (key == kDegradeKey) {
       WEFT_ASSIGN_OR_RETURN(out.degrade_to, ParseDegradeTo(value, config.name));
     } else if (key == kExecutionTimeoutKey) {
-      std::optional<uint64_t> millis = ParseUnsigned(Trim(value));
+      std::optional<uint64_t> millis = ParseParameterUnsigned(TrimParameter(value));
       if (!millis || *millis > static_cast<uint64_t>(kMaxMillis)) {
-        return BadValue(key, "milliseconds in [0, 3600000] (0 = no limit)", Quoted(value));
+        return BadParameter(key, "milliseconds in [0, 3600000] (0 = no limit)", QuotedParameter(value));
       }
       out.execution_timeout = std::chrono::milliseconds(*millis);
     }

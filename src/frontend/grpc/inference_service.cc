@@ -154,6 +154,7 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ModelInfer(Context* c, cons
 
   std::unique_ptr<InferenceRequest> request = std::move(decoded->request);
   ApplyCallDeadline(c->deadline(), request.get());
+  ApplyRouteKey(c->client_metadata(), request.get());
   auto* reactor = new InferReactor(request->cancel);
   struct Pending {
     std::vector<std::string> requested;

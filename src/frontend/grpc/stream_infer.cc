@@ -24,6 +24,12 @@ void ApplyCallDeadline(std::chrono::system_clock::time_point call_deadline, Infe
   if (!request->deadline || deadline < *request->deadline) request->deadline = deadline;
 }
 
+void ApplyRouteKey(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata, InferenceRequest* request) {
+  auto it = metadata.find("weft-route-key");
+  if (it == metadata.end()) return;
+  request->parameters.try_emplace("weft_route_key", std::string(it->second.data(), it->second.size()));
+}
+
 void EncodeSoonAfter(const InferServices& services, const Result<InferenceResponse>& result,
                      std::function<void()> encode) {
   size_t bytes = 0;
@@ -115,6 +121,7 @@ void StreamInferReactor::OnReadDone(bool ok) {
   } else {
     std::unique_ptr<InferenceRequest> request = std::move(decoded->request);
     ApplyCallDeadline(context_->deadline(), request.get());
+    ApplyRouteKey(context_->client_metadata(), request.get());
     bool cancelled;
     {
       std::lock_guard lock(mu_);

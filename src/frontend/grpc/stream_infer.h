@@ -50,6 +50,10 @@ struct InferServices {
 // as it is.
 void ApplyCallDeadline(std::chrono::system_clock::time_point call_deadline, InferenceRequest* request);
 
+// A rollout's stickiness by metadata: `weft-route-key` becomes the request parameter `weft_route_key` (unless the
+// request sets it), as HTTP's header of that name does.
+void ApplyRouteKey(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata, InferenceRequest* request);
+
 // Runs `encode` now when the outputs are small, else on the encoder's threads, so that the engine's thread that
 // delivered the result goes back to inference at once.
 void EncodeSoonAfter(const InferServices& services, const Result<InferenceResponse>& result,

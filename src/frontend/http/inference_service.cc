@@ -8,6 +8,7 @@
 #include "frontend/http/infer_codec.h"
 #include "frontend/http/json_writer.h"
 #include "frontend/http/repository_codec.h"
+#include "frontend/http/rollout_codec.h"
 #include "frontend/http/shared_memory_codec.h"
 #include "frontend/http/status_mapping.h"
 
@@ -25,9 +26,9 @@ namespace {
 constexpr const char* kRequestsHelp = "HTTP requests answered, by endpoint and status class.";
 constexpr const char* kAllRequestsHelp =
     "Requests answered, by protocol, endpoint and status (HTTP class or gRPC code).";
-constexpr std::string_view kEndpointNames[] = {"health",        "server_metadata", "model_metadata",
-                                               "model_ready",   "model_config",    "infer",
-                                               "shared_memory", "repository",      "unknown"};
+constexpr std::string_view kEndpointNames[] = {"health",       "server_metadata", "model_metadata", "model_ready",
+                                               "model_config", "infer",           "shared_memory",  "repository",
+                                               "rollout",      "unknown"};
 static_assert(std::size(kEndpointNames) == InferenceService::kEndpointCount);
 
 // %XX escapes in one path segment; a malformed escape stays as it is.
@@ -149,6 +150,8 @@ std::optional<Route> MatchRoute(std::string_view path) {
     route.endpoint = Endpoint::kModelReady;
   } else if (s.size() == next + 1 && s[next] == "config") {
     route.endpoint = Endpoint::kModelConfig;
+  } else if (s.size() == next + 1 && s[next] == "rollout" && next == 3) {
+    route.endpoint = Endpoint::kRollout;  // GET, POST and DELETE: checked by HandleRollout
   } else if (s.size() == next + 1 && s[next] == "infer") {
     route.endpoint = Endpoint::kInfer;
     route.method = http::verb::post;
@@ -305,6 +308,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
                   ErrorResponse(404, "not found: no route for " + std::string(request.path())));
   }
   const auto& counters = counters_[static_cast<size_t>(route->endpoint)];
+  if (route->endpoint == Endpoint::kRollout) return HandleRollout(request, route->model, counters, responder);
   if (request.method != route->method) {
     const char* allowed = route->method == http::verb::post ? "POST" : "GET";
     HttpResponse response = ErrorResponse(405, std::string("method not allowed: use ") + allowed);
@@ -401,6 +405,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
 
     case Endpoint::kSharedMemory: return HandleSharedMemory(request, route->action, route->region, counters, responder);
     case Endpoint::kRepository: return HandleRepository(request, route->action, route->model, counters, responder);
+    case Endpoint::kRollout: return;  // handled above
     case Endpoint::kInfer: break;
     case Endpoint::kUnknown: return;  // not produced by MatchRoute
   }
@@ -428,6 +433,10 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   infer->model_name = route->model;
   infer->model_version = route->version;
   infer->cancel = request.cancel;
+  // A rollout's stickiness by header: the same key as the request parameter a rollout's sticky_key may name.
+  if (std::string_view key = request.header("weft-route-key"); !key.empty()) {
+    infer->parameters.try_emplace("weft_route_key", std::string(key));
+  }
   engine_->Submit(std::move(infer), [responder, counters,
                                      format = std::move(decoded->output_format)](Result<InferenceResponse> result) {
     // Encoding waits for the I/O thread, so that the engine's runner goes back to inference at once.
@@ -465,6 +474,31 @@ void InferenceService::HandleSharedMemory(const HttpRequest& request, const std:
     registry->Unregister(region);
   }
   return Answer(counters, responder, JsonResponse("{}"));
+}
+
+// Rollouts (docs/rollouts.md): POST starts one, GET reports on it, DELETE rolls it back. Answered from the live
+// repository's thread; the I/O thread does not wait.
+void InferenceService::HandleRollout(const HttpRequest& request, const std::string& model,
+                                     const ResponseCounters& counters, const HttpResponder& responder) {
+  LiveRepository* repository = options_.repository;
+  if (request.method != http::verb::get && request.method != http::verb::post &&
+      request.method != http::verb::delete_) {
+    HttpResponse response = ErrorResponse(405, "method not allowed: use GET, POST or DELETE");
+    response.headers.emplace_back("Allow", "GET, POST, DELETE");
+    return Answer(counters, responder, std::move(response));
+  }
+  if (repository == nullptr) {
+    return Answer(counters, responder, ErrorResponse(Unimplemented("rollouts are not enabled on this server")));
+  }
+  auto answer = [counters, responder](Result<RolloutReport> report) {
+    Answer(counters, responder,
+           report.ok() ? JsonResponse(EncodeRolloutReport(*report)) : ErrorResponse(report.status()));
+  };
+  if (request.method == http::verb::get) return repository->GetRollout(model, std::move(answer));
+  if (request.method == http::verb::delete_) return repository->AbortRollout(model, std::move(answer));
+  Result<RolloutSpec> spec = DecodeRolloutRequest(request.body->bytes());
+  if (!spec.ok()) return Answer(counters, responder, ErrorResponse(spec.status()));
+  repository->StartRollout(model, *std::move(spec), std::move(answer));
 }
 
 // The model repository extension. Loads answer when the model has loaded or failed, from the live repository's

@@ -55,9 +55,10 @@ class InferenceService : public HttpHandler {
     kInfer,
     kSharedMemory,
     kRepository,
+    kRollout,
     kUnknown
   };
-  static constexpr size_t kEndpointCount = 9;
+  static constexpr size_t kEndpointCount = 10;
 
   // The counters of one endpoint, one per status class (2xx, 4xx, 5xx), in both families: weft_http_requests_total
   // (kept for the dashboards that read it) and weft_requests_total{protocol="http"} (shared with gRPC).
@@ -71,6 +72,8 @@ class InferenceService : public HttpHandler {
   void HandleSharedMemory(const HttpRequest& request, const std::string& action, const std::string& region,
                           const ResponseCounters& counters, const HttpResponder& responder);
   // `action`: "index", "load" or "unload" (of `model`).
+  void HandleRollout(const HttpRequest& request, const std::string& model, const ResponseCounters& counters,
+                     const HttpResponder& responder);
   void HandleRepository(const HttpRequest& request, const std::string& action, const std::string& model,
                         const ResponseCounters& counters, const HttpResponder& responder);
 
