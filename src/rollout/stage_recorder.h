@@ -48,7 +48,8 @@ class StageRecorder {
   // The primary against itself on a repeated input.
   void RecordNoise(const Comparison& comparison);
   // Whether the next shadow copy should also be run on the primary again to measure the noise floor: the first
-  // kNoiseSamplesFirst copies, then one in kNoiseSampleEvery, up to kMaxNoiseSamples.
+  // kNoiseSamplesFirst copies, then one in kNoiseSampleEvery, up to kMaxNoiseSamples. Each is one more execution on
+  // the primary, in its clients' queue: rare, so that the primary's tail does not pay for it.
   bool WantNoiseSample();
 
   StageFigures Snapshot(const RolloutCriteria& criteria, SteadyTime now) const;
@@ -56,8 +57,8 @@ class StageRecorder {
 
   static constexpr size_t kMaxKeptComparisons = 20000;
   static constexpr uint64_t kNoiseSamplesFirst = 20;
-  static constexpr uint64_t kNoiseSampleEvery = 20;
-  static constexpr uint64_t kMaxNoiseSamples = 500;
+  static constexpr uint64_t kNoiseSampleEvery = 1000;
+  static constexpr uint64_t kMaxNoiseSamples = 100;
 
  private:
   struct Arm {

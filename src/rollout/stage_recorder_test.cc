@@ -111,17 +111,19 @@ TEST(StageRecorderTest, ShadowCopiesInFlightAreBounded) {
 
 TEST(StageRecorderTest, NoiseSamplingSchedule) {
   StageRecorder r(kStart, 4);
+  constexpr uint64_t kFirst = StageRecorder::kNoiseSamplesFirst;
+  constexpr uint64_t kEvery = StageRecorder::kNoiseSampleEvery;
   std::vector<uint64_t> sampled;
-  for (uint64_t copy = 0; copy < 20000; ++copy) {
+  for (uint64_t copy = 0; copy < kEvery * (StageRecorder::kMaxNoiseSamples + 10); ++copy) {
     if (r.WantNoiseSample()) sampled.push_back(copy);
   }
   ASSERT_EQ(sampled.size(), StageRecorder::kMaxNoiseSamples);
-  // The first 20 copies, then one in 20.
-  for (uint64_t i = 0; i < 20; ++i) EXPECT_EQ(sampled[i], i);
-  EXPECT_EQ(sampled[20], 20u);
-  EXPECT_EQ(sampled[21], 40u);
-  EXPECT_EQ(sampled[22], 60u);
-  EXPECT_EQ(sampled.back(), 20u * (StageRecorder::kMaxNoiseSamples - 20));
+  // The first kFirst copies, then one in kEvery: the primary runs twice rarely, so its tail barely notices.
+  for (uint64_t i = 0; i < kFirst; ++i) EXPECT_EQ(sampled[i], i);
+  const uint64_t next = (kFirst + kEvery - 1) / kEvery * kEvery;
+  EXPECT_EQ(sampled[kFirst], next);
+  EXPECT_EQ(sampled[kFirst + 1], next + kEvery);
+  EXPECT_EQ(sampled.back(), next + kEvery * (StageRecorder::kMaxNoiseSamples - kFirst - 1));
 }
 
 TEST(StageRecorderTest, ComparisonsWithNothingComparedAreNotCounted) {
