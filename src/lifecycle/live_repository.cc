@@ -478,8 +478,12 @@ struct LiveRepository::Impl {
           return call.done(NotFound("no rollout of model '" + call.model + "' is under way"));
         }
         model.rollout->RollBack("abort", "aborted by the API (DELETE)", now);
-        call.done(model.rollout->Report(now));
-        return FinishRollout(call.model, model);
+        // Answered once the primary's route is published: a client that hears back sends no more to the candidate.
+        FinishRollout(call.model, model);
+        if (auto again = models.find(call.model); again != models.end() && again->second.rollout) {
+          return call.done(again->second.rollout->Report(SteadyClock::now()));
+        }
+        return call.done(Unavailable("model '" + call.model + "' is gone"));
       case ApiRollout::Kind::kStart: break;
     }
     if (shutting_down) return call.done(Unavailable("the server is shutting down"));

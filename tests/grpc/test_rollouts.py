@@ -66,9 +66,10 @@ dynamic_batching {{ }}
 """
 
 
-# Quick stages: shadow of everything, then a canary at 30%; 60 requests and a second each.
+# Quick stages: shadow of everything, then a canary at 30%; 60 requests and two seconds each (long enough for a
+# config reload to land in the middle).
 POLICY = {"weft.rollout.stages": "shadow:1.0, canary:0.3", "weft.rollout.min_requests": "60",
-          "weft.rollout.min_duration_ms": "1000"}
+          "weft.rollout.min_duration_ms": "2000"}
 
 
 class Traffic:
@@ -201,6 +202,9 @@ class RolloutTest(unittest.TestCase):
         with open(path + ".tmp", "w") as f:
             f.write("# edited while rolling out\n" + text)
         os.rename(path + ".tmp", path)
+        # Versions 1 and 2, then both again with the new config: and the rollout still under way.
+        self.assertTrue(wait_for(lambda: self.server.metric("weft_model_loads_total", model="faithful") >= 4))
+        self.assertIn(self.state("faithful"), ("shadow", "canary"))
         report = self.wait_for_end("faithful")
         traffic.stop()
         self.assertEqual(report["state"], "promoted", report["decisions"])
