@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, docs/fuzzing.md) into build/fuzz with clang, ASan and UBSan, then runs each
-# for FUZZ_SECONDS seconds (default 15: 1½ minutes for the six) over its seeds (fuzz/corpus/<target>) and
+# for FUZZ_SECONDS seconds (default 10: a minute for the six) over its seeds (fuzz/corpus/<target>) and
 # regressions (fuzz/regressions/<target>), one at a time, and prints each one's executions. Exits non-zero when
 # any target found a crash, a leak, a timeout or an out-of-memory; the reproducer is printed (base64) and kept in
 # build/fuzz/artifacts/<target>/. Inputs that found new coverage collect in build/fuzz/corpus/<target>.
@@ -11,7 +11,7 @@
 #        FUZZ_RUNS=10000000 FUZZ_SECONDS=3600 nice tools/fuzz.sh config_pbtxt
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${FUZZ_SECONDS:-15}
+seconds=${FUZZ_SECONDS:-10}
 runs_limit=()
 [[ -n "${FUZZ_RUNS:-}" ]] && runs_limit=(-runs="$FUZZ_RUNS")
 all=(http_infer_request grpc_infer_request shared_memory_registration config_pbtxt sha256sums repository_request)

@@ -69,7 +69,7 @@ dynamic_batching {{ }}
 # Quick stages: shadow of everything, then a canary at 30%; 60 requests and two seconds each (long enough for a
 # config reload to land in the middle).
 POLICY = {"weft.rollout.stages": "shadow:1.0, canary:0.3", "weft.rollout.min_requests": "60",
-          "weft.rollout.min_duration_ms": "2000"}
+          "weft.rollout.min_duration_ms": "2000", "weft.rollout.max_p99_ratio": "3"}
 
 
 class Traffic:
