@@ -117,6 +117,10 @@ class Stream {
 struct StreamOptions {
   std::string name;
   StreamPriority priority = StreamPriority::kNormal;
+  // For work no client waits for. CPU device: the stream's work runs only on the device's idle worker, a thread of
+  // its own in the kernel's idle class (SCHED_IDLE) that gets a core only when nothing else wants it, so it never
+  // takes a worker or a core from other streams. CUDA device: the lowest stream priority.
+  bool idle = false;
 };
 
 // A CPU or a GPU with its streams, events, memory pools and completion loop. Streams and events must be destroyed

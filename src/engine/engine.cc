@@ -30,16 +30,16 @@ class LaneExecutor final : public InstanceExecutor {
   bool TryAcquireSlot() override { return lane_->TryAcquireSlot(); }
   bool AcquireSlot(std::stop_token stop) override { return lane_->AcquireSlot(stop); }
   void ReleaseSlot() override { lane_->ReleaseSlot(); }
-  void Submit(std::vector<Tensor> inputs, ExecutionDone done) override {
+  void Submit(std::vector<Tensor> inputs, ExecutionDone done, bool background) override {
     // The caller is the scheduler's instance thread. Its next batch could not start before this one ends (an
     // instance runs one batch at a time), so it may as well run this one itself when the device would start it
-    // at once: one thread hand-off fewer per request.
+    // at once: one thread hand-off fewer per request. Not a background batch: that one waits for idle capacity.
     lane_->Submit(
         std::move(inputs),
         [done = std::move(done)](Result<std::vector<Tensor>> outputs, const BatchTiming& timing) {
           done(std::move(outputs), ExecutionTiming{timing.start, timing.end});
         },
-        /*may_run_here=*/true);
+        /*may_run_here=*/!background, background);
   }
 
  private:
@@ -410,8 +410,9 @@ struct Engine::Impl {
   }
 
   // A copy of `request` for `target` at its lowest priority, with no deadline and a cancellation of its own (the
-  // client does not wait for it): its answer goes to `comparison` and is dropped. A candidate's copy counts in the
-  // candidate's figures and releases its place among the shadow copies in flight.
+  // client does not wait for it), the candidate's in the background (on capacity nothing else wants, when it does
+  // not join a batch of requests that answer clients): its answer goes to `comparison` and is dropped. A candidate's
+  // copy counts in the candidate's figures and releases its place among the shadow copies in flight.
   void SendShadow(const std::shared_ptr<const RolloutRoute>& rollout, const VersionHandle& target, RolloutArm arm,
                   const InferenceRequest& request, std::shared_ptr<ShadowComparison> comparison) {
     auto copy = std::make_unique<InferenceRequest>(request);
@@ -420,6 +421,9 @@ struct Engine::Impl {
     const std::optional<DynamicBatchingConfig>& batching = target->config().dynamic_batching;
     copy->priority = batching ? batching->priority_levels : 0;  // the lowest level; 0 = the default of one level
     copy->arrival = std::chrono::steady_clock::now();
+    // Not the primary's copies (the noise floor's few): a background batch holds its instance until the idle worker
+    // has run it, and the primary's instances answer clients.
+    copy->background = arm == RolloutArm::kCandidate;
     Attempt(
         target, std::move(copy),
         [rollout, arm, comparison = std::move(comparison),

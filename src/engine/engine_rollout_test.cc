@@ -4,11 +4,13 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <mutex>
 #include <thread>
 
+#include "device/cpu/cpu_device.h"
 #include "engine/engine.h"
 
 namespace weft {
@@ -132,7 +134,9 @@ class EngineRolloutTest : public ::testing::Test {
   Behaviour primary_;
   Behaviour candidate_;
   MetricsRegistry metrics_;
-  Engine engine_{Engine::Options{}, &metrics_};
+  // Batches run on CPU device streams, as in the server: the candidate's shadow copies on the background stream.
+  std::unique_ptr<Device> device_ = std::move(CreateCpuDevice({.workers = 2}).value());
+  Engine engine_{Engine::Options{.device = device_.get()}, &metrics_};
 };
 
 TEST_F(EngineRolloutTest, TheDefaultVersionAnswersRequestsNamingNoneAndANamedVersionStillAnswers) {
@@ -208,6 +212,12 @@ TEST_F(EngineRolloutTest, AFaithfulShadowedCandidateDoesNotDiverge) {
   }
   EXPECT_EQ(figures.divergence.compared, 30u);
   EXPECT_EQ(figures.divergence.diverged, 0u);
+  // The candidate's copies ran on the device's background stream, where they take no core from the primary.
+  const std::string text = metrics_.Exposition();
+  const std::string series = "weft_stream_busy_seconds_total{device=\"cpu\",stream=\"background\"} ";
+  const size_t at = text.find(series);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GT(std::strtod(text.c_str() + at + series.size(), nullptr), 0.0);
 }
 
 TEST_F(EngineRolloutTest, ShadowCopiesBeyondTheBoundAreDroppedAndThePrimaryIsNotDelayed) {

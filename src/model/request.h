@@ -70,6 +70,10 @@ struct InferenceRequest {
   std::optional<SteadyTime> deadline;
   std::shared_ptr<CancelToken> cancel = std::make_shared<CancelToken>();
   SteadyTime arrival = std::chrono::steady_clock::now();
+  // No client waits for the answer (a rollout's shadow copy): a batch of such requests alone runs on capacity
+  // that nothing else wants (the device's background stream), so it never takes a core from requests that answer
+  // clients.
+  bool background = false;
 };
 
 struct InferenceResponse {

@@ -177,36 +177,40 @@ void Lane::MoveTo(size_t index) {
 }
 
 void Lane::MoveToLocked(size_t index, SteadyTime now) {
-  Stream* from;
-  Stream* to;
   {
     std::lock_guard lock(mux_->mu_);
     auto& streams = mux_->StreamsOf(class_);
     WEFT_CHECK(index < streams.size()) << "stream " << index << " of " << streams.size();
     if (index == stream_) return;
-    from = streams[stream_]->stream.get();
-    to = streams[index]->stream.get();
     streams[stream_]->instances--;
     streams[index]->instances++;
     const double own = load_.At(now);
     streams[stream_]->load.Shift(-own, now);
     streams[index]->load.Shift(own, now);
   }
-  // Order per instance: whatever this instance put on `from` finishes before its next batch starts on `to`.
-  from->Record(*moved_);
-  to->Wait(*moved_);
+  // The order of the instance's batches across the move is kept by Submit.
   stream_ = index;
   ++migrations_;
   migrations_counter_->Increment();
 }
 
-void Lane::Submit(std::vector<Tensor> inputs, BatchDone done, bool may_run_here) {
+void Lane::Submit(std::vector<Tensor> inputs, BatchDone done, bool may_run_here, bool background) {
   Multiplexer::PooledStream* pooled;
   {
     std::lock_guard lock(mu_);
     MaybeRebalanceLocked(std::chrono::steady_clock::now());
-    std::lock_guard mux_lock(mux_->mu_);
-    pooled = mux_->StreamsOf(class_)[stream_];
+    {
+      std::lock_guard mux_lock(mux_->mu_);
+      pooled = background ? mux_->background_ : mux_->StreamsOf(class_)[stream_];
+    }
+    // Order per instance: a batch on another stream than the instance's previous one (after a move, or to or from
+    // the background stream) starts after that one has finished.
+    Stream* stream = pooled->stream.get();
+    if (last_stream_ != nullptr && last_stream_ != stream) {
+      last_stream_->Record(*moved_);
+      stream->Wait(*moved_);
+    }
+    last_stream_ = stream;
   }
   struct State {
     Result<std::vector<Tensor>> outputs = Internal("the batch did not run");
@@ -221,15 +225,15 @@ void Lane::Submit(std::vector<Tensor> inputs, BatchDone done, bool may_run_here)
     return state->outputs.ok() ? Status::Ok() : state->outputs.status();
   };
   const SteadyTime submitted = std::chrono::steady_clock::now();
-  work.on_done = [this, pooled, state, submitted, done = std::move(done)](const Completion& completion) {
-    mux_->OnBatchDone(pooled, this, submitted, completion);
+  work.on_done = [this, pooled, state, submitted, background, done = std::move(done)](const Completion& completion) {
+    mux_->OnBatchDone(pooled, this, submitted, completion, /*own_stream=*/!background);
     Result<std::vector<Tensor>> outputs = std::move(state->outputs);
     // A device error (a kernel fault) after a launch that went well replaces the outputs.
     if (!completion.status.ok() && outputs.ok()) outputs = completion.status;
     done(std::move(outputs), BatchTiming{completion.start, completion.end});
     ReleaseSlot();
   };
-  work.may_run_on_caller = may_run_here;
+  work.may_run_on_caller = may_run_here && !background;
   pooled->queue_depth->Add(1);
   pooled->stream->Enqueue(std::move(work));
 }
@@ -285,7 +289,7 @@ Multiplexer::~Multiplexer() {
 }
 
 Status Multiplexer::CreateStreams() {
-  auto add = [this](PriorityClass c, std::string name, StreamPriority priority) -> Status {
+  auto add = [this](PriorityClass c, std::string name, StreamPriority priority, bool idle = false) -> Status {
     auto pooled = std::make_unique<PooledStream>(PooledStream{
         .stream = nullptr,
         .priority_class = c,
@@ -293,7 +297,8 @@ Status Multiplexer::CreateStreams() {
         .load = StreamLoad(options_.load_time_constant),
         .busy = BusyTime(options_.busy_horizon),
     });
-    WEFT_ASSIGN_OR_RETURN(pooled->stream, device_->CreateStream({.name = pooled->name, .priority = priority}));
+    WEFT_ASSIGN_OR_RETURN(pooled->stream,
+                          device_->CreateStream({.name = pooled->name, .priority = priority, .idle = idle}));
     const Labels labels{{"device", device_->name()}, {"stream", pooled->name}};
     pooled->busy_fraction =
         metrics_->GetGauge("weft_stream_busy_fraction", "Busy time of the stream over the metrics window", labels);
@@ -312,6 +317,7 @@ Status Multiplexer::CreateStreams() {
   if (options_.single_stream) {
     WEFT_RETURN_IF_ERROR(add(PriorityClass::kNormal, "shared/0", StreamPriority::kNormal));
     for (auto& list : by_class_) list.push_back(streams_.back().get());
+    background_ = streams_.back().get();
   } else {
     for (PriorityClass c : {PriorityClass::kHigh, PriorityClass::kNormal, PriorityClass::kBestEffort}) {
       const StreamPriority priority = options_.stream_priorities ? DevicePriority(c) : StreamPriority::kNormal;
@@ -320,6 +326,8 @@ Status Multiplexer::CreateStreams() {
         by_class_[static_cast<int>(c)].push_back(streams_.back().get());
       }
     }
+    WEFT_RETURN_IF_ERROR(add(PriorityClass::kBestEffort, "background", StreamPriority::kLow, /*idle=*/true));
+    background_ = streams_.back().get();
   }
   WEFT_LOG(Info) << "multiplexer on " << device_->name() << ": "
                  << (options_.single_stream ? std::string("one shared stream")
@@ -385,7 +393,8 @@ void Multiplexer::ForgetModelLocked(Lane::ModelStats* stats) {
   models_.erase(stats->key);
 }
 
-void Multiplexer::OnBatchDone(PooledStream* stream, Lane* lane, SteadyTime submitted, const Completion& completion) {
+void Multiplexer::OnBatchDone(PooledStream* stream, Lane* lane, SteadyTime submitted, const Completion& completion,
+                              bool own_stream) {
   Lane::ModelStats* model = lane->model_;
   stream->queue_depth->Add(-1);
   std::lock_guard lock(mu_);
@@ -396,7 +405,8 @@ void Multiplexer::OnBatchDone(PooledStream* stream, Lane* lane, SteadyTime submi
   // stream (Little's law). Busy time alone reads 1 for every saturated stream, however many instances crowd it.
   const SteadyTime on_stream = std::min(submitted, completion.start);
   stream->load.Add(on_stream, completion.end);
-  lane->load_.Add(on_stream, completion.end);
+  // The balancer weighs an instance by its load on its own stream; a background batch ran on another.
+  if (own_stream) lane->load_.Add(on_stream, completion.end);
   device_busy_.Add(completion.start, completion.end);
   const double model_before = Seconds(model->busy.total());
   model->busy.Add(completion.start, completion.end);

@@ -89,8 +89,10 @@ class Lane {
   // calls `done` once, on the device's completion thread, with the outputs (complete by then) and the device
   // time. The inputs are held until then. The slot is released after `done` returns. With `may_run_here`, the
   // calling thread may run the batch itself before returning, when the device would start it at once
-  // (Work::may_run_on_caller): for a caller that would only wait for the batch anyway.
-  void Submit(std::vector<Tensor> inputs, BatchDone done, bool may_run_here = false);
+  // (Work::may_run_on_caller): for a caller that would only wait for the batch anyway. A `background` batch (one no
+  // client waits for) runs on the device's background stream, on capacity nothing else wants (StreamOptions::idle),
+  // still in order with the instance's other batches.
+  void Submit(std::vector<Tensor> inputs, BatchDone done, bool may_run_here = false, bool background = false);
 
   // Moves the instance to stream `index` of its class now; its next batch waits for the last one. For tests and
   // the balancer.
@@ -122,15 +124,17 @@ class Lane {
 
   mutable std::mutex mu_;
   std::condition_variable_any slot_free_;
-  int slots_ = 0;              // guarded by mu_; acquired, in flight or not
-  size_t stream_ = 0;          // guarded by mu_; index into the class's streams
-  uint64_t migrations_ = 0;    // guarded by mu_
-  SteadyTime last_balance_{};  // guarded by mu_
-  StreamLoad load_;            // guarded by the multiplexer's mu_: this instance's own share of its streams' load
+  int slots_ = 0;                  // guarded by mu_; acquired, in flight or not
+  size_t stream_ = 0;              // guarded by mu_; index into the class's streams
+  uint64_t migrations_ = 0;        // guarded by mu_
+  SteadyTime last_balance_{};      // guarded by mu_
+  Stream* last_stream_ = nullptr;  // guarded by mu_; where the instance's latest batch went
+  StreamLoad load_;                // guarded by the multiplexer's mu_: this instance's own share of its streams' load
 };
 
 // A stream pool per device with three priority classes (high, normal, best effort) and the assignment of model
-// instances to streams, weighted by each stream's measured load. See src/multiplexer/README.md. Thread-safe.
+// instances to streams, weighted by each stream's measured load, plus one background stream for batches no client
+// waits for. See src/multiplexer/README.md. Thread-safe.
 // Every lane must be destroyed before the multiplexer; the device must outlive it.
 class Multiplexer {
  public:
@@ -187,7 +191,9 @@ class Multiplexer {
   // Drops the series and the stats of a model version whose last lane is gone.
   void ForgetModelLocked(Lane::ModelStats* stats);
   // On the completion thread.
-  void OnBatchDone(PooledStream* stream, Lane* lane, SteadyTime submitted, const Completion& completion);
+  // `own_stream`: the batch ran on the lane's stream of its class, not on the background stream.
+  void OnBatchDone(PooledStream* stream, Lane* lane, SteadyTime submitted, const Completion& completion,
+                   bool own_stream);
   bool AcquireBudget(std::stop_token stop);
   bool TryAcquireBudget();
   void ReleaseBudget();
@@ -201,6 +207,7 @@ class Multiplexer {
   Gauge* best_effort_inflight_gauge_ = nullptr;
   std::vector<std::unique_ptr<PooledStream>> streams_;
   std::vector<PooledStream*> by_class_[3];  // the shared stream sits in every class when single_stream
+  PooledStream* background_ = nullptr;      // an idle stream in no class; the shared stream when single_stream
 
   mutable std::mutex mu_;
   BusyTime device_busy_;                                                                 // guarded by mu_

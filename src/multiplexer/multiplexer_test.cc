@@ -42,8 +42,8 @@ class MultiplexerTest : public testing::LaneHarness {
     ASSERT_TRUE(device.ok()) << device.status().ToString();
     StartOn(std::move(device).value(), options);
   }
-  void Submit(Lane* lane, int id, int items = 1, bool may_run_here = false) {
-    SubmitInputs(lane, id, Batch(items), may_run_here);
+  void Submit(Lane* lane, int id, int items = 1, bool may_run_here = false, bool background = false) {
+    SubmitInputs(lane, id, Batch(items), may_run_here, background);
   }
   // Keeps `lanes` submitting one-item batches, a thread each, for `duration`: all of them busy to the end, so
   // that none sees the others' streams go idle.
@@ -79,7 +79,7 @@ TEST_F(MultiplexerTest, InstancesOfAClassSpreadOverItsStreams) {
   EXPECT_EQ(a->max_inflight(), 1);  // the CPU device's defaults
   EXPECT_EQ(c->max_inflight(), 2);
   EXPECT_EQ(d->max_inflight(), 1);
-  EXPECT_EQ(mux_->Stats().size(), 6u);
+  EXPECT_EQ(mux_->Stats().size(), 7u);  // and the background stream
 }
 
 // The contract of a move: the first batch on the new stream waits for the last one on the old stream. The counter
@@ -99,7 +99,7 @@ TEST_F(MultiplexerTest, OrderPerInstanceIsKeptAcrossAMove) {
 }
 
 // With the parameter, the submitting thread runs a batch itself whenever its stream is idle; the others queue
-// behind the batches in flight or behind the Wait of a move.
+// behind the batches in flight or behind the Wait of a move or a switch to or from the background stream.
 class ManyMovesTest : public MultiplexerTest, public ::testing::WithParamInterface<bool> {};
 
 TEST_P(ManyMovesTest, KeepOrder) {
@@ -109,7 +109,8 @@ TEST_P(ManyMovesTest, KeepOrder) {
   constexpr int kBatches = 120;
   for (int i = 0; i < kBatches; ++i) {
     if (rng() % 3 == 0) lane->MoveTo(rng() % 3);
-    Submit(lane, i, 1, /*may_run_here=*/GetParam());
+    // Every fourth batch or so goes to the background stream and back.
+    Submit(lane, i, 1, /*may_run_here=*/GetParam(), /*background=*/rng() % 4 == 0);
   }
   ASSERT_TRUE(results_.WaitFor(kBatches));
   for (int i = 0; i < kBatches; ++i) EXPECT_EQ(results_.counts(i), (std::vector<int64_t>{i})) << i;
@@ -246,6 +247,31 @@ TEST_F(MultiplexerTest, BusyTimeIsMeasuredPerStreamModelAndDevice) {
       EXPECT_GT(s.load, 0.05);  // 100 ms busy under a 1 s time constant
     }
   }
+}
+
+// A background batch runs on the background stream, outside the instance's class: neither on the submitting thread
+// nor on a worker while the only worker is taken, and it does not count in its instance's load.
+TEST_F(MultiplexerTest, BackgroundBatchesRunOnTheBackgroundStream) {
+  Start(1, {.streams_per_class = 1, .max_inflight = 8, .load_balance = false});
+  Lane* blocker = Add(Config("sleep", ModelPriority::kMax, {{"batch_delay_us", "200000"}}));
+  Lane* lane = Add(Config("sleep", ModelPriority::kDefault, {{"batch_delay_us", "20000"}}));
+  Submit(blocker, 0);  // holds the only worker for 200 ms
+  std::this_thread::sleep_for(milliseconds(20));
+  Submit(lane, 1, 1, /*may_run_here=*/true, /*background=*/true);
+  ASSERT_TRUE(results_.WaitFor(1));
+  EXPECT_EQ(results_.order(), (std::vector<int>{1}));  // done while the worker was still taken
+  ASSERT_TRUE(results_.WaitFor(2));
+  bool found = false;
+  for (const auto& s : mux_->Stats()) {
+    if (s.name != "background") continue;
+    found = true;
+    EXPECT_GT(s.busy_fraction, 0.0);
+    EXPECT_EQ(s.instances, 0);
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(lane->stream_name(), "normal/0");
+  EXPECT_NE(metrics_.Exposition().find("weft_stream_busy_seconds_total{device=\"cpu\",stream=\"background\"}"),
+            std::string::npos);
 }
 
 MultiplexerOptions FastBalancer() {

@@ -33,8 +33,9 @@ class InstanceExecutor {
   virtual void ReleaseSlot() = 0;
   // Uses a slot: runs the instance on `inputs` after every batch submitted before, and calls `done` exactly once,
   // on any thread, with the outputs (complete by then). The slot is free again once `done` has returned. May run
-  // the batch on the calling thread before it returns.
-  virtual void Submit(std::vector<Tensor> inputs, ExecutionDone done) = 0;
+  // the batch on the calling thread before it returns. `background`: no client waits for the batch (every request
+  // in it is InferenceRequest::background), so it may run on capacity nothing else wants.
+  virtual void Submit(std::vector<Tensor> inputs, ExecutionDone done, bool background) = 0;
 };
 
 // Runs each batch at once on the calling thread; one batch at a time per instance by construction (the caller
@@ -45,7 +46,7 @@ class InlineExecutor final : public InstanceExecutor {
   bool TryAcquireSlot() override { return true; }
   bool AcquireSlot(std::stop_token stop) override { return !stop.stop_requested(); }
   void ReleaseSlot() override {}
-  void Submit(std::vector<Tensor> inputs, ExecutionDone done) override {
+  void Submit(std::vector<Tensor> inputs, ExecutionDone done, bool /*background*/) override {
     const SteadyTime start = std::chrono::steady_clock::now();
     Result<std::vector<Tensor>> outputs = instance_->Execute(inputs);
     const SteadyTime end = std::chrono::steady_clock::now();

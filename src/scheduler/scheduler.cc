@@ -547,10 +547,12 @@ void Scheduler::Dispatch(size_t instance, InstanceExecutor* executor, Entries ba
   std::vector<const std::vector<Tensor>*> parts;
   parts.reserve(batch.size());
   inflight->batch_sizes.reserve(batch.size());
+  bool background = true;  // no client waits for any of its requests
   for (auto& e : batch) {
     parts.push_back(&e->inputs);
     inflight->batch_sizes.push_back(e->batch_size);
     inflight->items += e->batch_size;
+    background = background && e->request->background;
   }
   std::vector<Tensor> joined = JoinInputs(parts);
   // The executor holds what the backend reads (the joined copy, or the one request's own tensors) until the
@@ -587,29 +589,31 @@ void Scheduler::Dispatch(size_t instance, InstanceExecutor* executor, Entries ba
     return;
   }
   if (wake_timer) timer_wake_.notify_one();
-  executor->Submit(std::move(joined),
-                   [this, inflight](Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing) {
-                     bool overran = false;
-                     if (inflight->watched) {
-                       std::lock_guard lock(mu_);
-                       overran = inflight->overran;
-                       if (!overran) watched_.erase(inflight->watch);
-                     }
-                     if (overran) {
-                       // The watchdog answered its requests at the limit; the execution that hung is reaped here.
-                       inflight->inputs.clear();
-                       WEFT_LOG(Info) << "model '" << config_.name << "' version " << options_.version
-                                      << ": an execution that overran its limit returned after "
-                                      << MicrosOf(timing.end - timing.start) / 1000 << " ms; its outputs are dropped";
-                     } else {
-                       Finish(*inflight, std::move(outputs), timing);
-                     }
-                     inflight->entries.clear();
-                     // The last touch of `this`: the destructor may run as soon as mu_ is released.
-                     std::lock_guard lock(mu_);
-                     running_.store(--inflight_, std::memory_order_relaxed);
-                     if (inflight_ == 0) inflight_done_.notify_all();
-                   });
+  executor->Submit(
+      std::move(joined),
+      [this, inflight](Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing) {
+        bool overran = false;
+        if (inflight->watched) {
+          std::lock_guard lock(mu_);
+          overran = inflight->overran;
+          if (!overran) watched_.erase(inflight->watch);
+        }
+        if (overran) {
+          // The watchdog answered its requests at the limit; the execution that hung is reaped here.
+          inflight->inputs.clear();
+          WEFT_LOG(Info) << "model '" << config_.name << "' version " << options_.version
+                         << ": an execution that overran its limit returned after "
+                         << MicrosOf(timing.end - timing.start) / 1000 << " ms; its outputs are dropped";
+        } else {
+          Finish(*inflight, std::move(outputs), timing);
+        }
+        inflight->entries.clear();
+        // The last touch of `this`: the destructor may run as soon as mu_ is released.
+        std::lock_guard lock(mu_);
+        running_.store(--inflight_, std::memory_order_relaxed);
+        if (inflight_ == 0) inflight_done_.notify_all();
+      },
+      background);
 }
 
 void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing) {

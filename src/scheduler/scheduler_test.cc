@@ -487,6 +487,25 @@ TEST_F(SchedulerTest, RequestsWaitInTheQueueUntilTheExecutorHasASlot) {
   EXPECT_EQ(Code("last"), StatusCode::kOk);
 }
 
+// A batch runs in the background only when no client waits for any of its requests.
+TEST_F(SchedulerTest, ABatchRunsInTheBackgroundOnlyWhenEveryRequestInItIsBackground) {
+  instances_.push_back(std::make_unique<FakeInstance>());
+  ManualExecutor executor(instances_[0].get());
+  const DynamicBatchingConfig batching{.preferred_batch_size = {2}, .max_queue_delay_us = 10'000'000};
+  scheduler_ = std::make_unique<Scheduler>(FakeConfig(8, batching), std::vector<ModelInstance*>{instances_[0].get()},
+                                           Scheduler::Options{.version = 1, .executors = {&executor}}, &metrics_);
+  auto background = [](InferenceRequest& r) { r.background = true; };
+  Submit("copy1", {1}, {}, background);
+  Submit("copy2", {2}, {}, background);
+  ASSERT_TRUE(executor.CompleteOne());
+  EXPECT_TRUE(executor.last_background());
+  Submit("copy3", {3}, {}, background);
+  Submit("client", {4});
+  ASSERT_TRUE(executor.CompleteOne());
+  EXPECT_FALSE(executor.last_background());
+  for (const char* id : {"copy1", "copy2", "copy3", "client"}) EXPECT_EQ(Code(id), StatusCode::kOk) << id;
+}
+
 }  // namespace
 }  // namespace weft
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/thread_priority.h"
 #include "device/completion_loop.h"
 #include "device/host_pool.h"
 
@@ -76,7 +77,8 @@ class CpuDevice final : public Device {
   const std::string& name() const override { return name_; }
   std::string Describe() const override {
     return "cpu: " + std::to_string(worker_count_) +
-           " workers; a free worker takes the ready stream of the highest priority";
+           " workers; a free worker takes the ready stream of the highest priority; idle streams run on one more "
+           "worker in the kernel's idle class";
   }
   Result<std::unique_ptr<Stream>> CreateStream(StreamOptions options) override;
   Result<std::unique_ptr<Event>> CreateEvent() override { return std::unique_ptr<Event>(new CpuEvent(this)); }
@@ -96,10 +98,13 @@ class CpuDevice final : public Device {
   void PassLocked(Occurrence& occurrence, std::vector<CpuStream*>* todo);
   // Whether work enqueued on `stream` now could start at once: what a free worker would do with it.
   bool CanStartNowLocked(const CpuStream& stream) const;
-  // Runs `work`, taken from the front of `stream` or enqueued on it, for which the caller took a slot (running_).
+  // Runs `work`, taken from the front of `stream` or enqueued on it, for which the caller took a slot (running_)
+  // unless the stream is idle.
   // Called and returns with `lock` held; releases it while the work runs.
   void RunItem(CpuStream* stream, Work work, std::unique_lock<std::mutex>& lock);
   void Serve(std::stop_token stop);
+  // The idle worker: runs the work of idle streams (StreamOptions::idle), in the order they became ready.
+  void ServeIdle(std::stop_token stop);
 
   // Constant after construction.
   const std::string name_ = "cpu";
@@ -118,8 +123,11 @@ class CpuDevice final : public Device {
   // Items running now, on workers or on enqueueing threads (Work::may_run_on_caller). Guarded by mu_. Never above
   // worker_count_: the workers are the device's size, whichever threads run the work.
   int running_ = 0;
+  // Ready idle streams, the one ready longest first. Guarded by mu_. Their work holds no slot of running_.
+  std::deque<CpuStream*> idle_ready_;
+  std::condition_variable_any idle_ready_changed_;  // the idle worker waits here
 
-  std::vector<std::jthread> workers_;  // started last, joined first
+  std::vector<std::jthread> workers_;  // the idle worker last; started last, joined first
 };
 
 class CpuStream final : public Stream {
@@ -140,6 +148,7 @@ class CpuStream final : public Stream {
 
   const std::string& name() const override { return options_.name; }
   StreamPriority priority() const override { return options_.priority; }
+  bool idle() const { return options_.idle; }
   NativeStream native() const override { return {DeviceKind::kCpu, 0, nullptr}; }
   size_t pending() const override {
     std::lock_guard lock(done_mu_);
@@ -197,6 +206,12 @@ CpuDevice::CpuDevice(int workers, std::unique_ptr<CompletionLoop> loop)
   for (int i = 0; i < workers; ++i) {
     workers_.emplace_back([this](std::stop_token stop) { Serve(stop); });
   }
+  workers_.emplace_back([this](std::stop_token stop) {
+    if (!SetCurrentThreadIdle()) {
+      WEFT_LOG(Warning) << "the CPU device's idle worker could not enter the idle scheduling class; it runs at nice 19";
+    }
+    ServeIdle(stop);
+  });
 }
 
 CpuDevice::~CpuDevice() {
@@ -253,15 +268,20 @@ void CpuDevice::AdvanceLocked(CpuStream* stream) {
         continue;
       }
       s->ready = true;
-      ready_.emplace(-static_cast<int>(s->priority()), next_ready_seq_++, s);
-      ready_changed_.notify_one();
+      if (s->idle()) {
+        idle_ready_.push_back(s);
+        idle_ready_changed_.notify_one();
+      } else {
+        ready_.emplace(-static_cast<int>(s->priority()), next_ready_seq_++, s);
+        ready_changed_.notify_one();
+      }
       break;
     }
   }
 }
 
 bool CpuDevice::CanStartNowLocked(const CpuStream& stream) const {
-  if (!stream.items.empty() || stream.running || stream.ready || stream.blocked) return false;
+  if (stream.idle() || !stream.items.empty() || stream.running || stream.ready || stream.blocked) return false;
   if (running_ >= worker_count_) return false;
   // A ready stream of the same priority became ready first; one of a lower priority would yield to this one.
   return ready_.empty() || -std::get<0>(*ready_.begin()) < static_cast<int>(stream.priority());
@@ -279,7 +299,7 @@ void CpuDevice::RunItem(CpuStream* stream, Work work, std::unique_lock<std::mute
   stream->AddFinished({std::move(work.on_done), std::move(work.keep_alive), {std::move(status), start, end}});
   stream->Signal();
   stream->running = false;
-  --running_;
+  if (!stream->idle()) --running_;
   AdvanceLocked(stream);
 }
 
@@ -292,6 +312,19 @@ void CpuDevice::Serve(std::stop_token stop) {
     stream->ready = false;
     stream->running = true;
     ++running_;
+    Work work = std::move(stream->items.front().work);
+    stream->items.pop_front();
+    RunItem(stream, std::move(work), lock);
+  }
+}
+
+void CpuDevice::ServeIdle(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  while (idle_ready_changed_.wait(lock, stop, [this] { return !idle_ready_.empty(); })) {
+    CpuStream* stream = idle_ready_.front();
+    idle_ready_.pop_front();
+    stream->ready = false;
+    stream->running = true;
     Work work = std::move(stream->items.front().work);
     stream->items.pop_front();
     RunItem(stream, std::move(work), lock);

@@ -24,6 +24,9 @@ struct CpuDeviceOptions {
 //   it at once; it holds one of the `workers` slots meanwhile, so at most `workers` items run at any time.
 // - A worker that finishes an item appends its completion to the stream's list and writes the stream's eventfd;
 //   the completion loop runs the callbacks. Workers and the loop sleep when idle; nothing polls.
+// - Idle streams (StreamOptions::idle) are served by one more thread, the idle worker, in the kernel's idle
+//   scheduling class: their work holds none of the `workers` slots and gets a core only when no other thread of
+//   the machine wants it. Never run on the caller.
 // - Memory: host memory from a pool (AllocateHost and AllocateDevice are the same).
 //
 // InvalidArgument for fewer than 1 worker; Internal when the kernel refuses an eventfd or epoll descriptor.

@@ -1,6 +1,10 @@
 #include "device/cpu/cpu_device.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -167,6 +171,80 @@ TEST(CpuDeviceTest, ExceptionsBecomeErrors) {
                       .on_done = [&](const Completion& c) { seen = c.status; }});
   (*stream)->Synchronize();
   EXPECT_EQ(seen.code(), StatusCode::kInternal);
+}
+
+// Idle streams have a worker of their own: their work runs while every worker is taken, never on the caller, and in
+// the kernel's idle class (or at nice 19 where the kernel refuses it).
+TEST(CpuDeviceTest, IdleStreamsRunOnTheIdleWorkerOutsideTheWorkerCount) {
+  auto device = CreateCpuDevice({.workers = 1});
+  ASSERT_TRUE(device.ok());
+  auto blocker = (*device)->CreateStream({.name = "blocker"});
+  auto idle = (*device)->CreateStream({.name = "idle", .priority = StreamPriority::kLow, .idle = true});
+  Gate gate;
+  (*blocker)->Enqueue({.run = gate.Work()});  // occupies the only worker until the idle work has run
+  std::thread::id ran_on;
+  int policy = -1;
+  int nice = 0;
+  (*idle)->Enqueue({.run =
+                        [&](const NativeStream&) {
+                          ran_on = std::this_thread::get_id();
+                          policy = sched_getscheduler(0);
+                          nice = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+                          return Status::Ok();
+                        },
+                    .may_run_on_caller = true});
+  (*idle)->Synchronize();
+  gate.Open();
+  (*blocker)->Synchronize();
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+  EXPECT_TRUE(policy == SCHED_IDLE || nice == 19) << "policy " << policy << ", nice " << nice;
+}
+
+// The idle worker takes idle streams in the order they became ready, one item at a time, and keeps each stream's
+// order.
+TEST(CpuDeviceTest, IdleStreamsKeepTheirOrder) {
+  auto device = CreateCpuDevice({.workers = 1});
+  ASSERT_TRUE(device.ok());
+  auto a = (*device)->CreateStream({.name = "a", .idle = true});
+  auto b = (*device)->CreateStream({.name = "b", .idle = true});
+  auto first = (*device)->CreateStream({.name = "first", .idle = true});
+  Gate gate;
+  RunLog log;
+  (*first)->Enqueue({.run = gate.Work()});  // occupies the idle worker
+  std::this_thread::sleep_for(milliseconds(20));
+  (*b)->Enqueue({.run = log.Work("b1")});
+  (*a)->Enqueue({.run = log.Work("a1")});
+  (*b)->Enqueue({.run = log.Work("b2")});
+  gate.Open();
+  for (auto* s : {&*a, &*b, &*first}) (*s)->Synchronize();
+  EXPECT_EQ(log.log(), (std::vector<std::string>{"b1", "a1", "b2"}));
+}
+
+// A Wait on an idle stream holds it for an event of an ordinary one, and the other way round.
+TEST(CpuDeviceTest, EventsOrderIdleAndOrdinaryStreams) {
+  auto device = CreateCpuDevice({.workers = 2});
+  ASSERT_TRUE(device.ok());
+  auto ordinary = (*device)->CreateStream({.name = "ordinary"});
+  auto idle = (*device)->CreateStream({.name = "idle", .idle = true});
+  auto there = (*device)->CreateEvent();
+  auto back = (*device)->CreateEvent();
+  ASSERT_TRUE(there.ok() && back.ok());
+  Gate gate;
+  RunLog log;
+  (*ordinary)->Enqueue({.run = gate.Work()});
+  (*ordinary)->Enqueue({.run = log.Work("ordinary1")});
+  (*ordinary)->Record(**there);
+  (*idle)->Wait(**there);
+  (*idle)->Enqueue({.run = log.Work("idle")});
+  (*idle)->Record(**back);
+  (*ordinary)->Wait(**back);
+  (*ordinary)->Enqueue({.run = log.Work("ordinary2")});
+  std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_TRUE(log.log().empty());
+  gate.Open();
+  (*ordinary)->Synchronize();
+  (*idle)->Synchronize();
+  EXPECT_EQ(log.log(), (std::vector<std::string>{"ordinary1", "idle", "ordinary2"}));
 }
 
 // An idle device runs caller-runnable work inside Enqueue, on the enqueueing thread; the completion still comes

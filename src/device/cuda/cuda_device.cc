@@ -254,7 +254,7 @@ class CudaStream final : public Stream {
   Status Start() {
     device_->live_streams_.fetch_add(1);
     cudaSetDevice(device_->id());
-    const int value = device_->PriorityValue(options_.priority);
+    const int value = device_->PriorityValue(options_.idle ? StreamPriority::kLow : options_.priority);
     WEFT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, value),
                               "cudaStreamCreateWithPriority");
     WEFT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(&side_, cudaStreamNonBlocking, value),

@@ -102,9 +102,10 @@ class LaneHarness : public ::testing::Test {
     lanes_.push_back(std::move(lane).value());
     return lanes_.back().get();
   }
-  void SubmitInputs(Lane* lane, int id, std::vector<Tensor> inputs, bool may_run_here = false) {
+  void SubmitInputs(Lane* lane, int id, std::vector<Tensor> inputs, bool may_run_here = false,
+                    bool background = false) {
     ASSERT_TRUE(lane->AcquireSlot(std::stop_token()));
-    lane->Submit(std::move(inputs), results_.Callback(id), may_run_here);
+    lane->Submit(std::move(inputs), results_.Callback(id), may_run_here, background);
   }
   void TearDown() override {
     lanes_.clear();  // waits for their batches

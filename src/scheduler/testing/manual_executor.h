@@ -34,10 +34,16 @@ class ManualExecutor : public InstanceExecutor {
     busy_ = false;
     cv_.notify_all();
   }
-  void Submit(std::vector<Tensor> inputs, ExecutionDone done) override {
+  void Submit(std::vector<Tensor> inputs, ExecutionDone done, bool background) override {
     std::lock_guard lock(mu_);
+    last_background_ = background;
     pending_.emplace_back(std::move(inputs), std::move(done));
     cv_.notify_all();
+  }
+  // Whether the latest submitted batch was a background one.
+  bool last_background() {
+    std::lock_guard lock(mu_);
+    return last_background_;
   }
   bool WaitForSubmitted() {
     std::unique_lock lock(mu_);
@@ -63,6 +69,7 @@ class ManualExecutor : public InstanceExecutor {
   std::mutex mu_;
   std::condition_variable_any cv_;
   bool busy_ = false;                                                   // guarded by mu_
+  bool last_background_ = false;                                        // guarded by mu_
   std::vector<std::pair<std::vector<Tensor>, ExecutionDone>> pending_;  // guarded by mu_
 };
 
