@@ -168,6 +168,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve_cmd->add_option("--metrics-port", serve.metrics_port, "HTTP port of GET /metrics (Prometheus text)")
       ->capture_default_str();
+  serve_cmd
+      ->add_option("--triton-metrics", serve.triton_metrics,
+                   "Export Triton's per-model families (nv_inference_*) on /metrics beside weft's own, for Triton's "
+                   "dashboards and alerts (true or false)")
+      ->capture_default_str();
   serve_cmd->add_option("--http-address", serve.http_address, "Address the HTTP, gRPC and metrics ports bind to")
       ->capture_default_str();
   serve_cmd->add_flag("--allow-shared-memory", serve.allow_shared_memory,

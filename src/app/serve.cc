@@ -196,7 +196,7 @@ int RunServe(const ServeOptions& options) {
   }
   InferenceService inference(engine.get(), &metrics,
                              {.shared_memory = shared_memory.get(), .repository = repository.get()});
-  MetricsService metrics_service(&metrics);
+  MetricsService metrics_service(&metrics, {.triton_families = options.triton_metrics});
   GrpcServer grpc({.address = options.http_address,
                    .port = options.grpc_port,
                    .max_message_bytes = static_cast<int64_t>(options.max_request_body_bytes)},

@@ -721,6 +721,26 @@ bool Engine::Ready() const {
 
 Multiplexer* Engine::multiplexer() const { return impl_->multiplexer.get(); }
 
+Result<std::vector<VersionStatistics>> Engine::Statistics(const std::string& model, int64_t version) const {
+  std::vector<VersionStatistics> out;
+  if (model.empty()) {
+    if (version != 0) return InvalidArgument("a version needs a model name");
+    for (const ModelState& s : States()) {
+      if (s.ready && s.version != 0) out.push_back(ReadVersionStatistics(impl_->metrics, s.name, s.version));
+    }
+    return out;
+  }
+  if (version != 0) {
+    WEFT_RETURN_IF_ERROR(FindVersion(model, version).status());
+    out.push_back(ReadVersionStatistics(impl_->metrics, model, version));
+    return out;
+  }
+  std::vector<int64_t> versions = ReadyVersions(model);
+  if (versions.empty()) return FindVersion(model, 0).status();  // NotFound or Unavailable
+  for (int64_t v : versions) out.push_back(ReadVersionStatistics(impl_->metrics, model, v));
+  return out;
+}
+
 std::vector<ModelState> Engine::States() const {
   std::vector<ModelState> out;
   std::shared_ptr<const RoutingTable> table = impl_->LoadTable();

@@ -17,6 +17,7 @@
 #include "multiplexer/multiplexer.h"
 #include "repository/repository.h"
 #include "rollout/stage_recorder.h"
+#include "scheduler/version_metrics.h"
 
 namespace weft {
 
@@ -146,6 +147,10 @@ class Engine {
 
   bool Ready() const;  // strict readiness: no model has failed; without it, always
   std::vector<ModelState> States() const;
+  // Triton's statistics extension: the figures of `version` of `model` (0: each of its serving versions; an empty
+  // model: every serving version of every model). The errors of FindVersion for a named model or version; an empty
+  // model with a version is InvalidArgument.
+  Result<std::vector<VersionStatistics>> Statistics(const std::string& model, int64_t version) const;
   // The routing table now: every model, its serving versions and its reports.
   std::shared_ptr<const RoutingTable> Table() const;
 

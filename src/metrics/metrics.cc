@@ -113,10 +113,11 @@ void MetricsRegistry::Remove(const std::string& name, const Labels& labels) {
   it->second.histograms.erase(key);
 }
 
-std::string MetricsRegistry::Exposition() const {
+std::string MetricsRegistry::Exposition(std::string_view skip_prefix) const {
   std::lock_guard lock(mu_);
   std::string out;
   for (const auto& [name, family] : families_) {
+    if (!skip_prefix.empty() && name.starts_with(skip_prefix)) continue;
     out += "# HELP " + name + " " + family.help + "\n";
     switch (family.type) {
       case Type::kCounter:

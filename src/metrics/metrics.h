@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -68,7 +69,8 @@ class MetricsRegistry {
   // owner may remove it, once it no longer uses them.
   void Remove(const std::string& name, const Labels& labels);
 
-  std::string Exposition() const;
+  // Every family but those whose name starts with `skip_prefix` (when not empty).
+  std::string Exposition(std::string_view skip_prefix = {}) const;
 
  private:
   enum class Type { kCounter, kGauge, kHistogram };

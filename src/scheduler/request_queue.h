@@ -60,6 +60,7 @@ struct QueueEntry {
   std::optional<SteadyTime> deadline;  // the effective one, after the level's policy
   bool delayed = false;                // its deadline passed in a DELAY level: it runs after the on-time ones
   SteadyTime enqueued;
+  std::chrono::nanoseconds queued{0};  // from enqueued to its first dispatch
   int64_t batch_size = 1;
   std::string batch_key;  // see QueuedRequest::batch_key
   std::string source;     // latest frame wins; empty = none

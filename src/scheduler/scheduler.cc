@@ -206,6 +206,10 @@ void Scheduler::QueueChangedLocked() {
       metrics_.queue_depth[level - 1]->Add(static_cast<double>(depth) - static_cast<double>(reported));
     reported = depth;
   }
+  if (queue_.size() != reported_pending_) {
+    metrics_.triton.pending->Add(static_cast<double>(queue_.size()) - static_cast<double>(reported_pending_));
+    reported_pending_ = queue_.size();
+  }
 }
 
 // A batch between its submission and its answers.
@@ -215,6 +219,7 @@ struct Scheduler::InFlight {
   Entries entries;
   std::vector<int64_t> batch_sizes;
   int64_t items = 0;
+  std::chrono::nanoseconds compute_input{0};  // gathering the inputs into one batch
   // A first attempt of several requests keeps its joined inputs (another reference, no copy) until it completes:
   // should it run out of memory, each request gets its inputs back from them as views for the retry.
   std::vector<Tensor> inputs;
@@ -521,7 +526,10 @@ void Scheduler::Dispatch(size_t instance, InstanceExecutor* executor, Entries ba
     e->bytes.Reset();
     e->cancel_registration.reset();
     // Once per request: the wait of a retry is not time in the queue.
-    if (attempt == Attempt::kFirst) metrics_.queue_duration->Observe(Seconds(start - e->enqueued));
+    if (attempt == Attempt::kFirst) {
+      e->queued = start - e->enqueued;
+      metrics_.queue_duration->Observe(Seconds(e->queued));
+    }
     if (e->request->cancel->cancelled()) {
       Answer(*e, Cancelled("the client went away before the request ran"));
       e.reset();
@@ -554,7 +562,9 @@ void Scheduler::Dispatch(size_t instance, InstanceExecutor* executor, Entries ba
     inflight->items += e->batch_size;
     background = background && e->request->background;
   }
+  const SteadyTime join_start = std::chrono::steady_clock::now();
   std::vector<Tensor> joined = JoinInputs(parts);
+  inflight->compute_input = std::chrono::steady_clock::now() - join_start;
   // The executor holds what the backend reads (the joined copy, or the one request's own tensors) until the
   // execution completes; the requests' references go now, so a joined batch frees the request bytes at once.
   for (auto& e : batch) e->inputs.clear();
@@ -617,11 +627,14 @@ void Scheduler::Dispatch(size_t instance, InstanceExecutor* executor, Entries ba
 }
 
 void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing) {
+  const SteadyTime finish_start = std::chrono::steady_clock::now();
   Entries& batch = inflight.entries;
   metrics_.compute_duration->Observe(Seconds(timing.end - timing.start));
   RecordExecution(batch.size(), timing.end - timing.start);
   metrics_.execution_count->Increment();
   metrics_.inference_count->Increment(static_cast<double>(inflight.items));
+  metrics_.triton.execution_count->Increment();
+  metrics_.triton.inference_count->Increment(static_cast<double>(inflight.items));
   metrics_.batch_size->Observe(static_cast<double>(inflight.items));
   if (!outputs.ok() && outputs.status().code() == StatusCode::kOutOfMemory && RetryAfterOutOfMemory(inflight)) {
     return;
@@ -656,6 +669,10 @@ void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, 
       }
       mine = std::move(finished).value();
     }
+    RecordSuccessTimes(metrics_, {.queue = e.queued,
+                                  .compute_input = inflight.compute_input,
+                                  .compute_infer = timing.end - timing.start,
+                                  .compute_output = std::chrono::steady_clock::now() - finish_start});
     InferenceResponse response;
     response.model_name = config_.name;
     response.model_version = options_.version;

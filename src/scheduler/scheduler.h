@@ -204,6 +204,7 @@ class Scheduler {
   bool timer_dirty_ = false;                   // guarded by mu_; the earliest deadline moved up
   RequestQueue queue_;                         // guarded by mu_
   std::vector<size_t> reported_depth_;         // guarded by mu_: what this scheduler added to each level's gauge
+  size_t reported_pending_ = 0;                // guarded by mu_: what it added to nv_inference_pending_request_count
   QueueSnapshot snapshot_;                     // guarded by mu_; reused to spare allocations
   Entries cancelled_;                          // guarded by mu_; left the queue, to be answered by the timer
   size_t inflight_ = 0;                        // guarded by mu_; submitted executions not yet answered

@@ -1,6 +1,8 @@
 #include "scheduler/version_metrics.h"
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 
 #include "model/model_config.h"
 
@@ -18,6 +20,48 @@ std::string_view FailureReason(StatusCode code) {
     default: return "backend";
   }
 }
+
+std::string_view TritonFailureReason(StatusCode code) {
+  switch (code) {
+    case StatusCode::kResourceExhausted:
+    case StatusCode::kDeadlineExceeded: return "REJECTED";
+    case StatusCode::kCancelled:
+    case StatusCode::kAborted: return "CANCELED";
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kUnavailable:
+    case StatusCode::kUnimplemented: return "OTHER";
+    default: return "BACKEND";
+  }
+}
+
+namespace {
+
+// Triton's family names, in the order of VersionMetrics::Triton's counters.
+constexpr const char* kTritonCounters[] = {"nv_inference_request_success",
+                                           "nv_inference_count",
+                                           "nv_inference_exec_count",
+                                           "nv_inference_request_duration_us",
+                                           "nv_inference_queue_duration_us",
+                                           "nv_inference_compute_input_duration_us",
+                                           "nv_inference_compute_infer_duration_us",
+                                           "nv_inference_compute_output_duration_us"};
+constexpr const char* kTritonHelp[] = {"Number of successful inference requests, all batch sizes",
+                                       "Number of inferences performed (a batch of n counts n)",
+                                       "Number of model executions performed (one per batch)",
+                                       "Cumulative inference request duration in microseconds (successful requests)",
+                                       "Cumulative inference queuing duration in microseconds (successful requests)",
+                                       "Cumulative compute input duration in microseconds (successful requests)",
+                                       "Cumulative compute inference duration in microseconds (successful requests)",
+                                       "Cumulative compute output duration in microseconds (successful requests)"};
+constexpr const char* kTritonPending = "nv_inference_pending_request_count";
+constexpr const char* kTritonFailure = "nv_inference_request_failure";
+
+uint64_t Whole(double v) { return v <= 0 ? 0 : static_cast<uint64_t>(v + 0.5); }
+
+double MicrosDouble(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1000.0; }
+
+}  // namespace
 
 VersionMetrics::VersionMetrics(MetricsRegistry* registry, const std::string& model, int64_t version, uint32_t levels) {
   const std::string v = std::to_string(version);
@@ -47,6 +91,19 @@ VersionMetrics::VersionMetrics(MetricsRegistry* registry, const std::string& mod
   instances_replaced = registry->GetCounter(
       "weft_instances_replaced_total",
       "Fresh instances started in place of ones quarantined after an execution overran its limit.", labels);
+  Counter** triton_counters[] = {&triton.success,          &triton.inference_count,  &triton.execution_count,
+                                 &triton.request_us,       &triton.queue_us,         &triton.compute_input_us,
+                                 &triton.compute_infer_us, &triton.compute_output_us};
+  for (size_t i = 0; i < std::size(kTritonCounters); ++i) {
+    *triton_counters[i] = registry->GetCounter(kTritonCounters[i], kTritonHelp[i], labels);
+  }
+  triton.pending = registry->GetGauge(kTritonPending,
+                                      "Instantaneous number of pending requests awaiting execution per-model.", labels);
+  for (size_t c = 0; c < triton.failures.size(); ++c) {
+    triton.failures[c] = registry->GetCounter(
+        kTritonFailure, "Number of failed inference requests, all batch sizes",
+        {{"model", model}, {"version", v}, {"reason", std::string(TritonFailureReason(static_cast<StatusCode>(c)))}});
+  }
   for (uint32_t level = 1; level <= levels; ++level) {
     queue_depth.push_back(registry->GetGauge("weft_queue_depth", "Requests waiting in the queue, by priority level.",
                                              {{"model", model}, {"version", v}, {"level", std::to_string(level)}}));
@@ -68,6 +125,13 @@ void VersionMetrics::Remove(MetricsRegistry* registry, const std::string& model,
         "weft_execution_timeouts_total", "weft_instances_replaced_total"}) {
     registry->Remove(name, labels);
   }
+  for (const char* name : kTritonCounters) registry->Remove(name, labels);
+  registry->Remove(kTritonPending, labels);
+  for (size_t c = 0; c < kStatusCodeCount; ++c) {
+    registry->Remove(
+        kTritonFailure,
+        {{"model", model}, {"version", v}, {"reason", std::string(TritonFailureReason(static_cast<StatusCode>(c)))}});
+  }
   // Every level a config may have: another copy of the version may have had more levels than the last one.
   for (uint32_t level = 1; level <= ConfigLimits::kMaxPriorityLevels; ++level) {
     registry->Remove("weft_queue_depth", {{"model", model}, {"version", v}, {"level", std::to_string(level)}});
@@ -79,15 +143,52 @@ void VersionMetrics::Remove(MetricsRegistry* registry, const std::string& model,
   }
 }
 
+void RecordSuccessTimes(VersionMetrics& metrics, const SuccessTimes& times) {
+  metrics.triton.queue_us->Increment(MicrosDouble(times.queue));
+  metrics.triton.compute_input_us->Increment(MicrosDouble(times.compute_input));
+  metrics.triton.compute_infer_us->Increment(MicrosDouble(times.compute_infer));
+  metrics.triton.compute_output_us->Increment(MicrosDouble(times.compute_output));
+}
+
+VersionStatistics ReadVersionStatistics(MetricsRegistry* registry, const std::string& model, int64_t version) {
+  // The registry returns the series the version's schedulers count in.
+  const VersionMetrics m(registry, model, version);
+  VersionStatistics out;
+  out.model = model;
+  out.version = version;
+  out.inference_count = Whole(m.triton.inference_count->value());
+  out.execution_count = Whole(m.triton.execution_count->value());
+  const uint64_t successes = Whole(m.triton.success->value());
+  auto stage = [successes](const Counter* us) { return StatisticDuration{successes, Whole(us->value() * 1000.0)}; };
+  out.success = stage(m.triton.request_us);
+  out.queue = stage(m.triton.queue_us);
+  out.compute_input = stage(m.triton.compute_input_us);
+  out.compute_infer = stage(m.triton.compute_infer_us);
+  out.compute_output = stage(m.triton.compute_output_us);
+  double failures = 0;
+  // Each Triton reason's counter is shared by several codes: count each series once.
+  std::vector<const Counter*> seen;
+  for (const Counter* c : m.triton.failures) {
+    if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+    seen.push_back(c);
+    failures += c->value();
+  }
+  out.fail = {Whole(failures), 0};
+  return out;
+}
+
 void Complete(VersionMetrics& metrics, const InferenceRequest& request, InferenceCallback& on_done,
               Result<InferenceResponse> result) {
+  const auto elapsed = std::chrono::steady_clock::now() - request.arrival;
   if (result.ok()) {
     metrics.success->Increment();
+    metrics.triton.request_us->Increment(MicrosDouble(elapsed));
+    metrics.triton.success->Increment();
   } else {
     metrics.FailureCounter(result.status().code())->Increment();
+    metrics.triton.failures[static_cast<size_t>(result.status().code())]->Increment();
   }
-  metrics.request_duration->Observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - request.arrival).count());
+  metrics.request_duration->Observe(std::chrono::duration<double>(elapsed).count());
   on_done(std::move(result));
 }
 

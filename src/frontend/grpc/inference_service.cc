@@ -128,7 +128,7 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ModelConfig(Context* c, con
 
 GrpcInferenceService::Reactor* GrpcInferenceService::ModelStatistics(Context* c, const ModelStatisticsRequest* q,
                                                                      ModelStatisticsResponse* r) {
-  return Answer(c, GrpcEndpoint::kModelStatistics, FillModelStatistics(*services_.engine, metrics_, *q, r));
+  return Answer(c, GrpcEndpoint::kModelStatistics, FillModelStatistics(*services_.engine, *q, r));
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryIndex(Context* c, const RepositoryIndexRequest* q,

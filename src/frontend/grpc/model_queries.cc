@@ -6,7 +6,6 @@
 
 #include "frontend/grpc/infer_message.h"
 #include "model_config.pb.h"
-#include "scheduler/version_metrics.h"
 
 namespace weft {
 
@@ -56,33 +55,24 @@ void ConfigFromFields(const ModelConfig& config, inference::ModelConfig* out) {
   }
 }
 
-uint64_t Nanos(double seconds) { return seconds <= 0 ? 0 : static_cast<uint64_t>(seconds * 1e9 + 0.5); }
-
-void SetDuration(inference::StatisticDuration* out, uint64_t count, uint64_t ns) {
-  out->set_count(count);
-  out->set_ns(ns);
+void SetDuration(inference::StatisticDuration* out, const StatisticDuration& d) {
+  out->set_count(d.count);
+  out->set_ns(d.ns);
 }
 
-void AddVersionStatistics(MetricsRegistry* metrics, const std::string& model, int64_t version,
-                          inference::ModelStatisticsResponse* response) {
-  // The scheduler's own handles for (model, version): the registry returns the series the scheduler counts in.
-  VersionMetrics m(metrics, model, version);
+void AddVersionStatistics(const VersionStatistics& v, inference::ModelStatisticsResponse* response) {
   auto* stats = response->add_model_stats();
-  stats->set_name(model);
-  stats->set_version(std::to_string(version));
-  stats->set_inference_count(static_cast<uint64_t>(m.inference_count->value()));
-  stats->set_execution_count(static_cast<uint64_t>(m.execution_count->value()));
+  stats->set_name(v.model);
+  stats->set_version(std::to_string(v.version));
+  stats->set_inference_count(v.inference_count);
+  stats->set_execution_count(v.execution_count);
   auto* infer = stats->mutable_inference_stats();
-  uint64_t failures = 0;
-  for (int c = static_cast<int>(StatusCode::kInvalidArgument); c < static_cast<int>(kStatusCodeCount); ++c) {
-    failures += static_cast<uint64_t>(m.FailureCounter(static_cast<StatusCode>(c))->value());
-  }
-  // The request-duration histogram mixes successes and failures, so neither gets a duration of its own.
-  SetDuration(infer->mutable_success(), static_cast<uint64_t>(m.success->value()), 0);
-  SetDuration(infer->mutable_fail(), failures, 0);
-  SetDuration(infer->mutable_queue(), m.queue_duration->count(), Nanos(m.queue_duration->sum()));
-  // Per execution, not per request as in Triton: a batch of n is one observation.
-  SetDuration(infer->mutable_compute_infer(), m.compute_duration->count(), Nanos(m.compute_duration->sum()));
+  SetDuration(infer->mutable_success(), v.success);
+  SetDuration(infer->mutable_fail(), v.fail);
+  SetDuration(infer->mutable_queue(), v.queue);
+  SetDuration(infer->mutable_compute_input(), v.compute_input);
+  SetDuration(infer->mutable_compute_infer(), v.compute_infer);
+  SetDuration(infer->mutable_compute_output(), v.compute_output);
 }
 
 }  // namespace
@@ -116,26 +106,16 @@ Status FillModelConfig(const Engine& engine, const inference::ModelConfigRequest
   return Status::Ok();
 }
 
-Status FillModelStatistics(const Engine& engine, MetricsRegistry* metrics,
-                           const inference::ModelStatisticsRequest& request,
+Status FillModelStatistics(const Engine& engine, const inference::ModelStatisticsRequest& request,
                            inference::ModelStatisticsResponse* response) {
-  if (request.name().empty()) {
-    if (!request.version().empty()) return InvalidArgument("a version needs a model name");
-    for (const ModelState& s : engine.States()) {
-      if (!s.ready || s.version == 0) continue;
-      AddVersionStatistics(metrics, s.name, s.version, response);
-    }
-    return Status::Ok();
+  int64_t version = 0;
+  if (!request.name().empty()) {
+    WEFT_ASSIGN_OR_RETURN(version, ParseModelVersion(request.name(), request.version()));
+  } else if (!request.version().empty()) {
+    return InvalidArgument("a version needs a model name");
   }
-  WEFT_ASSIGN_OR_RETURN(int64_t version, ParseModelVersion(request.name(), request.version()));
-  if (version != 0) {
-    WEFT_RETURN_IF_ERROR(engine.FindVersion(request.name(), version).status());
-    AddVersionStatistics(metrics, request.name(), version, response);
-    return Status::Ok();
-  }
-  std::vector<int64_t> versions = engine.ReadyVersions(request.name());
-  if (versions.empty()) return engine.FindVersion(request.name(), 0).status();  // NotFound or Unavailable
-  for (int64_t v : versions) AddVersionStatistics(metrics, request.name(), v, response);
+  WEFT_ASSIGN_OR_RETURN(std::vector<VersionStatistics> all, engine.Statistics(request.name(), version));
+  for (const VersionStatistics& v : all) AddVersionStatistics(v, response);
   return Status::Ok();
 }
 

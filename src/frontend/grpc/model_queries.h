@@ -21,11 +21,11 @@ Status FillModelMetadata(const Engine& engine, const inference::ModelMetadataReq
 Status FillModelConfig(const Engine& engine, const inference::ModelConfigRequest& request,
                        inference::ModelConfigResponse* response);
 
-// What the engine's per-version metrics know: inference and execution counts, successes, failures, and the
-// cumulative queue and compute time. Fields the engine does not measure stay zero (see docs/metrics.md).
+// Triton's statistics extension, from Engine::Statistics: inference and execution counts, successes and their
+// durations, failures, and per successful request the queue and compute (input, infer, output) times. Not kept:
+// last_inference, failure durations, batch_stats, cache figures (zero or empty; docs/triton_compatibility.md).
 // NotFound for an unknown model or version, Unavailable for one that is not ready.
-Status FillModelStatistics(const Engine& engine, MetricsRegistry* metrics,
-                           const inference::ModelStatisticsRequest& request,
+Status FillModelStatistics(const Engine& engine, const inference::ModelStatisticsRequest& request,
                            inference::ModelStatisticsResponse* response);
 
 }  // namespace weft

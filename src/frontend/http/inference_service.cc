@@ -10,6 +10,7 @@
 #include "frontend/http/repository_codec.h"
 #include "frontend/http/rollout_codec.h"
 #include "frontend/http/shared_memory_codec.h"
+#include "frontend/http/statistics_codec.h"
 #include "frontend/http/status_mapping.h"
 
 #ifndef WEFT_VERSION
@@ -28,7 +29,7 @@ constexpr const char* kAllRequestsHelp =
     "Requests answered, by protocol, endpoint and status (HTTP class or gRPC code).";
 constexpr std::string_view kEndpointNames[] = {"health",       "server_metadata", "model_metadata", "model_ready",
                                                "model_config", "infer",           "shared_memory",  "repository",
-                                               "rollout",      "unknown"};
+                                               "rollout",      "statistics",      "unknown"};
 static_assert(std::size(kEndpointNames) == InferenceService::kEndpointCount);
 
 // %XX escapes in one path segment; a malformed escape stays as it is.
@@ -136,6 +137,11 @@ std::optional<Route> MatchRoute(std::string_view path) {
   if (s[1] == "systemsharedmemory") return MatchSharedMemoryRoute(s);
   if (s[1] == "repository") return MatchRepositoryRoute(s);
   if (s[1] != "models" || s.size() < 3) return std::nullopt;
+  if (s.size() == 3 && s[2] == "stats") {
+    // Every model's statistics, as in Triton: a model named "stats" has its metadata at .../versions/{v} only.
+    route.endpoint = Endpoint::kStatistics;
+    return route;
+  }
   route.model = s[2];
   size_t next = 3;
   if (s.size() >= 5 && s[3] == "versions") {
@@ -150,6 +156,8 @@ std::optional<Route> MatchRoute(std::string_view path) {
     route.endpoint = Endpoint::kModelReady;
   } else if (s.size() == next + 1 && s[next] == "config") {
     route.endpoint = Endpoint::kModelConfig;
+  } else if (s.size() == next + 1 && s[next] == "stats") {
+    route.endpoint = Endpoint::kStatistics;
   } else if (s.size() == next + 1 && s[next] == "rollout" && next == 3) {
     route.endpoint = Endpoint::kRollout;  // GET, POST and DELETE: checked by HandleRollout
   } else if (s.size() == next + 1 && s[next] == "infer") {
@@ -356,7 +364,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
       json.String(options_.server_version.empty() ? WEFT_VERSION : options_.server_version);
       json.Key("extensions");
       json.BeginArray();
-      for (const char* e : {"binary_tensor_data", "model_configuration", "parameters"}) json.String(e);
+      for (const char* e : {"binary_tensor_data", "model_configuration", "parameters", "statistics"}) json.String(e);
       if (options_.shared_memory) json.String("system_shared_memory");
       if (options_.repository) {
         json.String("model_repository");
@@ -401,6 +409,12 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
       json.Bool(true);
       json.EndObject();
       return Answer(counters, responder, JsonResponse(std::move(body)));
+    }
+
+    case Endpoint::kStatistics: {
+      Result<std::vector<VersionStatistics>> stats = engine_->Statistics(route->model, route->version);
+      if (!stats.ok()) return Answer(counters, responder, ErrorResponse(stats.status()));
+      return Answer(counters, responder, JsonResponse(EncodeModelStatistics(*stats)));
     }
 
     case Endpoint::kSharedMemory: return HandleSharedMemory(request, route->action, route->region, counters, responder);

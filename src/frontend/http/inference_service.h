@@ -56,9 +56,10 @@ class InferenceService : public HttpHandler {
     kSharedMemory,
     kRepository,
     kRollout,
+    kStatistics,
     kUnknown
   };
-  static constexpr size_t kEndpointCount = 10;
+  static constexpr size_t kEndpointCount = 11;
 
   // The counters of one endpoint, one per status class (2xx, 4xx, 5xx), in both families: weft_http_requests_total
   // (kept for the dashboards that read it) and weft_requests_total{protocol="http"} (shared with gRPC).

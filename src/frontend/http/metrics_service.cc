@@ -6,8 +6,9 @@ namespace weft {
 
 namespace http = boost::beast::http;
 
-MetricsService::MetricsService(MetricsRegistry* metrics)
+MetricsService::MetricsService(MetricsRegistry* metrics, MetricsServiceOptions options)
     : metrics_(metrics),
+      options_(options),
       scrapes_(metrics->GetCounter("weft_http_requests_total", "HTTP requests answered, by endpoint and status class.",
                                    {{"endpoint", "metrics"}, {"code", "2xx"}})) {}
 
@@ -22,7 +23,7 @@ void MetricsService::Handle(HttpRequest request, HttpResponder responder) {
   scrapes_->Increment();
   HttpResponse response;
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  response.body = metrics_->Exposition();
+  response.body = metrics_->Exposition(options_.triton_families ? "" : "nv_");
   responder.Send(std::move(response));
 }
 

@@ -5,17 +5,23 @@
 
 namespace weft {
 
+struct MetricsServiceOptions {
+  bool triton_families = true;  // the nv_* families (Triton's names); off: weft's own only
+};
+
 // Serves GET /metrics: the registry in the Prometheus text exposition format (text/plain; version=0.0.4), for
 // the metrics port. Thread-safe.
+
 class MetricsService : public HttpHandler {
  public:
   // `metrics` must outlive the service.
-  explicit MetricsService(MetricsRegistry* metrics);
+  explicit MetricsService(MetricsRegistry* metrics, MetricsServiceOptions options = {});
 
   void Handle(HttpRequest request, HttpResponder responder) override;
 
  private:
   MetricsRegistry* const metrics_;
+  const MetricsServiceOptions options_;
   Counter* scrapes_;
 };
 
