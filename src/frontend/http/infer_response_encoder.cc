@@ -107,7 +107,9 @@ Status WriteOutput(const Tensor& tensor, bool binary, JsonWriter* json) {
   return Status::Ok();
 }
 
-// An output placed in shared memory: written there, listed without data.
+// An output placed in shared memory: written there, listed without data and without parameters, as Triton lists it
+// (NVIDIA's C++ client reads an output with parameters as one in the binary tensor data extension, and then requires
+// "binary_data_size").
 Status WriteSharedMemoryOutputJson(const Tensor& tensor, const SharedMemorySlice& slice, JsonWriter* json) {
   Status valid = ValidateTensorBytes(tensor.type(), tensor.shape(), tensor.bytes());
   if (!valid.ok()) return Internal(valid.WithContext("output '" + tensor.name() + "'").message());
@@ -121,13 +123,6 @@ Status WriteSharedMemoryOutputJson(const Tensor& tensor, const SharedMemorySlice
   json->BeginArray();
   for (int64_t d : tensor.shape()) json->Int(d);
   json->EndArray();
-  json->Key("parameters");
-  json->BeginObject();
-  json->Key("shared_memory_region");
-  json->String(slice.region);
-  json->Key("shared_memory_byte_size");
-  json->Uint(tensor.byte_size());
-  json->EndObject();
   json->EndObject();
   return Status::Ok();
 }
