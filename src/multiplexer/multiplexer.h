@@ -118,7 +118,7 @@ class Lane {
   ModelInstance* const instance_;
   const PriorityClass class_;
   const int max_inflight_;              // INT32_MAX when unbounded
-  const std::unique_ptr<Event> moved_;  // recorded on the old stream at a move, waited on by the new one
+  const std::unique_ptr<Event> moved_;  // recorded on the stream a batch leaves, waited on by the one it goes to
   ModelStats* const model_;
   Counter* const migrations_counter_;
 

@@ -24,7 +24,7 @@ struct GrpcServer::Impl {
                                 .inline_encode_bytes = options.inline_encode_bytes,
                                 .max_stream_in_flight = std::max<size_t>(1, options.max_stream_in_flight),
                                 .streams = &streams},
-                  shared_memory, repository, metrics, {}),
+                  shared_memory, repository, {}),
         health(engine, &counters) {}
 
   GrpcRequestCounters counters;

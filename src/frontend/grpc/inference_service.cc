@@ -62,12 +62,8 @@ Status SharedMemoryOff() {
 }  // namespace
 
 GrpcInferenceService::GrpcInferenceService(const InferServices& services, SharedMemoryRegistry* shared_memory,
-                                           LiveRepository* repository, MetricsRegistry* metrics, Options options)
-    : services_(services),
-      shared_memory_(shared_memory),
-      repository_(repository),
-      metrics_(metrics),
-      options_(std::move(options)) {
+                                           LiveRepository* repository, Options options)
+    : services_(services), shared_memory_(shared_memory), repository_(repository), options_(std::move(options)) {
   SetMessageAllocatorFor_ModelInfer(&allocator_);
 }
 

@@ -37,10 +37,10 @@ class GrpcInferenceService final : public inference::GRPCInferenceService::Callb
     std::string server_version;  // empty = this build's version
   };
 
-  // Everything in `services` and `metrics` must outlive the service and every call it started; `repository` too, or
-  // null (the model repository RPCs answer UNIMPLEMENTED).
+  // Everything in `services` must outlive the service and every call it started; `repository` too, or null (the
+  // model repository RPCs answer UNIMPLEMENTED).
   GrpcInferenceService(const InferServices& services, SharedMemoryRegistry* shared_memory, LiveRepository* repository,
-                       MetricsRegistry* metrics, Options options);
+                       Options options);
 
   // The server is shutting down: ServerReady answers false from now on; everything else goes on serving.
   // Thread-safe; idempotent.
@@ -91,7 +91,6 @@ class GrpcInferenceService final : public inference::GRPCInferenceService::Callb
   const InferServices services_;
   SharedMemoryRegistry* const shared_memory_;  // null: the extension is off
   LiveRepository* const repository_;           // null: the model repository extension is off
-  MetricsRegistry* const metrics_;
   const Options options_;
   InferMessageAllocator allocator_;
   std::atomic<bool> draining_{false};
