@@ -89,7 +89,9 @@ Result<InferenceResponse> ServeAsIdentity(const ModelConfig& model, const Infere
   response.model_name = model.name;
   response.model_version = 1;
   response.id = request.id;
-  WEFT_ASSIGN_OR_RETURN(response.outputs, FinishOutputs(model, request, std::move(outputs), batch_size));
+  // Every model's first output has labels, fewer than most outputs have classes, for the classification extension.
+  static const OutputLabels* labels = new OutputLabels{{"OUTPUT0", {"zero", "", "two"}}};
+  WEFT_ASSIGN_OR_RETURN(response.outputs, FinishOutputs(model, *labels, request, std::move(outputs), batch_size));
   return response;
 }
 

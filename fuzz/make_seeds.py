@@ -9,12 +9,14 @@ fuzz/<target>_fuzz.cc). The gRPC seeds are written as text-format messages here 
 Usage: python3 fuzz/make_seeds.py   (from any directory; needs protoc)
 """
 
+import gzip
 import json
 import pathlib
 import re
 import shutil
 import struct
 import subprocess
+import zlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fuzz" / "corpus"
@@ -132,6 +134,14 @@ def http_seeds():
          {"inputs": [binary_input("INPUT%d" % i, t, [1, 2], len(b)) for i, (t, _, b) in enumerate(EVERY_TYPE)],
           "parameters": {"binary_data_output": True}},
          binary=b"".join(b for _, _, b in EVERY_TYPE))
+    http("classification", "every_type",
+         {"inputs": [json_input("INPUT%d" % i, t, [2, 2], [v, v]) for i, (t, v, _) in enumerate(EVERY_TYPE)],
+          "outputs": [{"name": "OUTPUT%d" % i, "parameters": {"classification": i % 4}}
+                      for i in range(len(EVERY_TYPE))]})
+    http("classification_batch", "add_sub",
+         {"inputs": [json_input("INPUT0", "FP32", [2, 16], [sixteen, sixteen[::-1]]),
+                     json_input("INPUT1", "FP32", [2, 16], [[1] * 16, [0.5] * 16])],
+          "outputs": [{"name": "OUTPUT0", "parameters": {"classification": 3, "binary_data": True}}]})
     # One element of each: after BOOL and UINT8 (a byte each) most inputs start misaligned for their type.
     firsts = [b[:len(b) // 2] if t != "BYTES" else bytes_elements(b"ab") for t, _, b in EVERY_TYPE]
     http("binary_misaligned", "every_type",
@@ -419,6 +429,21 @@ def config_seeds():
         write("config_pbtxt", name, text)
 
 
+# --- content_coding: "<Content-Encoding>\n<Accept-Encoding>\n<body>" ----------------------------------------------
+
+def content_coding_seeds():
+    body = j({"inputs": [json_input("INPUT0", "FP32", [3], [1, 2.5, -3])]}).encode() + floats(*range(8))
+    gzipped = gzip.compress(body, mtime=0)
+    for name, encoding, accept, data in (
+            ("gzip", "gzip", "gzip", gzipped),
+            ("deflate", "deflate", "deflate, gzip;q=0.5", zlib.compress(body)),
+            ("identity", "identity", "*;q=0, identity", body),
+            ("gzip_truncated", "gzip", "br", gzipped[:-5]),
+            ("gzip_trailing", "GZIP", "x-gzip;q=0.1", gzipped + b"more"),
+            ("bomb", "deflate", "gzip;q=abc", zlib.compress(bytes(1 << 20), 9))):
+        write("content_coding", name, (encoding + "\n" + accept + "\n").encode() + data)
+
+
 # --- dictionaries: words libFuzzer splices into inputs ------------------------------------------------------------
 
 DATATYPES = [t for t, _, _ in EVERY_TYPE]
@@ -467,8 +492,14 @@ def dictionaries():
                + NUMBERS + ["true", "false", "null", "[]", "{}", "[[", "]]", '":', '":{', '":[', '","', "\\u0000",
                             "\x04\x00\x00\x00"]
                # The rollout route (its line in repository_request_fuzz's framing) and its limits, either side.
+               # The logging route's names and values (base/log.h).
+               + ["logging\n", '"log_file"', '"log_info"', '"log_warning"', '"log_error"', '"log_verbose_level"',
+                  '"log_format"', '"ISO8601"', '"default"']
                + ["rollout\n", "16", "17", "4096", "4097", "10000000", "10000001", "604800000", "604800001", "1e9",
                   "1000000001", "1e-300", "5e-324"])
+    write_dict("content_coding.dict", "content_coding_fuzz: coding names and Accept-Encoding syntax.",
+               ["gzip", "x-gzip", "deflate", "identity", "*", "q=", ";q=0", ";q=1", ";q=0.5", ", ", "\n",
+                "\x1f\x8b\x08\x00", "\x78\x9c", "\x78\x01", "\x78\xda"])
     write_dict("grpc.dict", "grpc_infer_request_fuzz: strings of inference.ModelInferRequest.",
                REQUEST_WORDS + ["1", "7", "-1", "0"]
                + [varint(n).decode("latin-1") for n in (2**61, 2**61 + 1, 2**62, 2**62 + 1, 2**62 + 2, 2**63 - 1)]
@@ -510,6 +541,7 @@ def main():
     grpc_seeds()
     shm_seeds()
     config_seeds()
+    content_coding_seeds()
     dictionaries()
     for target in sorted(CORPUS.iterdir()):
         files = list(target.iterdir())

@@ -1,17 +1,19 @@
 // Fuzzes the HTTP bodies of the model repository routes (frontend/http/repository_codec.cc): POST
 // v2/repository/index, v2/repository/models/{m}/load (with a model config as a JSON string in parameters.config)
-// and .../unload; and of the rollout route (frontend/http/rollout_codec.cc): POST v2/models/{m}/rollout.
+// and .../unload; of the rollout route (frontend/http/rollout_codec.cc): POST v2/models/{m}/rollout; and of the
+// logging route (frontend/http/logging_codec.cc): POST v2/logging.
 //
-// Input framing: line 1 names the route ("index", "load", "unload" or "rollout"; anything else: all four), the rest
-// is the request body. An index encoded from what was decoded must be valid for a round trip of its own. A rollout
-// spec that decodes must encode (EncodeRolloutSpec) to JSON that decodes to the same spec, and a report holding it
-// must encode too.
+// Input framing: line 1 names the route ("index", "load", "unload", "rollout" or "logging"; anything else: all five),
+// the rest is the request body. An index encoded from what was decoded must be valid for a round trip of its own. A
+// rollout spec that decodes must encode (EncodeRolloutSpec) to JSON that decodes to the same spec, and a report holding
+// it must encode too. Log settings that decode must encode to JSON that decodes to the same settings.
 
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "base/log.h"
+#include "frontend/http/logging_codec.h"
 #include "frontend/http/repository_codec.h"
 #include "frontend/http/rollout_codec.h"
 #include "fuzz/fuzz_target.h"
@@ -26,7 +28,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view route = input.Line();
   const std::string_view rest = input.Rest();
   const std::span<const std::byte> body(reinterpret_cast<const std::byte*>(rest.data()), rest.size());
-  const bool all = route != "index" && route != "load" && route != "unload" && route != "rollout";
+  const bool all = route != "index" && route != "load" && route != "unload" && route != "rollout" && route != "logging";
+  if (all || route == "logging") {
+    weft::Result<weft::LogSettings> settings = weft::DecodeLogSettingsUpdate(body, {});
+    if (settings.ok()) {
+      const std::string json = weft::EncodeLogSettings(*settings);
+      weft::Result<weft::LogSettings> again = weft::DecodeLogSettingsUpdate(
+          {reinterpret_cast<const std::byte*>(json.data()), json.size()}, {.info = false, .verbose_level = 9});
+      WEFT_CHECK(again.ok()) << json << ": " << again.status().ToString();
+      WEFT_CHECK(*again == *settings) << json;
+    }
+  }
   if (all || route == "index") {
     weft::Result<weft::RepositoryIndexRequest> index = weft::DecodeRepositoryIndexRequest(body);
     if (index.ok()) {

@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config clang-format
   libboost1.81-dev libsimdjson-dev libcli11-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
-  libtorch-dev libopencv-dnn-dev libssl-dev
+  libtorch-dev libopencv-dnn-dev libssl-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-16 libfuzzer-16-dev libclang-rt-16-dev llvm-16
   python3-torch python3-numpy python3-grpcio python3-grpc-tools

@@ -195,7 +195,9 @@ int RunServe(const ServeOptions& options) {
         SharedMemoryRegistry::Options{.max_regions = options.max_shared_memory_regions});
   }
   InferenceService inference(engine.get(), &metrics,
-                             {.shared_memory = shared_memory.get(), .repository = repository.get()});
+                             {.shared_memory = shared_memory.get(),
+                              .repository = repository.get(),
+                              .max_inflated_body_bytes = options.max_request_body_bytes});
   MetricsService metrics_service(&metrics, {.triton_families = options.triton_metrics});
   GrpcServer grpc({.address = options.http_address,
                    .port = options.grpc_port,

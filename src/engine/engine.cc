@@ -597,7 +597,7 @@ Result<VersionHandle> Engine::StartCopy(std::shared_ptr<LoadedVersion> loaded, s
       .byte_budget = impl_->byte_budget.get(),
       .finish_outputs =
           [loaded = loaded.get()](const InferenceRequest& request, std::vector<Tensor> outputs, int64_t batch_size) {
-            return FinishOutputs(loaded->config, request, std::move(outputs), batch_size);
+            return FinishOutputs(loaded->config, loaded->labels, request, std::move(outputs), batch_size);
           },
       .executors = std::move(executors),
   };

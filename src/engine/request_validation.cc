@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "model/classification.h"
+
 namespace weft {
 namespace {
 
@@ -52,6 +54,17 @@ Result<std::vector<Tensor>> PrepareInputs(const ModelConfig& config, const Infer
     if (!config.FindOutput(name)) {
       return InvalidArgument("unknown output '" + name + "' requested: model '" + config.name + "' has no such output");
     }
+  }
+  for (const auto& [name, count] : request.class_counts) {
+    const TensorConfig* spec = config.FindOutput(name);
+    if (!spec) {
+      return InvalidArgument("unknown output '" + name + "' requested: model '" + config.name + "' has no such output");
+    }
+    if (!IsClassifiable(spec->data_type)) {
+      return InvalidArgument("output '" + name + "': classification needs an integer or FP32/FP64 output, not " +
+                             std::string(DataTypeName(spec->data_type)));
+    }
+    if (count == 0) return InvalidArgument("output '" + name + "': classification needs a class count above 0");
   }
   std::vector<Tensor> prepared;
   prepared.reserve(config.inputs.size());
@@ -108,8 +121,9 @@ Result<std::vector<Tensor>> PrepareInputs(const ModelConfig& config, const Infer
   return prepared;
 }
 
-Result<std::vector<Tensor>> FinishOutputs(const ModelConfig& config, const InferenceRequest& request,
-                                          std::vector<Tensor> outputs, int64_t batch_size) {
+Result<std::vector<Tensor>> FinishOutputs(const ModelConfig& config, const OutputLabels& labels,
+                                          const InferenceRequest& request, std::vector<Tensor> outputs,
+                                          int64_t batch_size) {
   std::vector<std::string> wanted = request.requested_outputs;
   if (wanted.empty()) {
     for (const auto& o : config.outputs) wanted.push_back(o.name);
@@ -147,6 +161,12 @@ Result<std::vector<Tensor>> FinishOutputs(const ModelConfig& config, const Infer
       result.push_back(out->Reshaped(std::move(api)));
     } else {
       result.push_back(*out);
+    }
+    if (auto classify = request.class_counts.find(name); classify != request.class_counts.end()) {
+      static const std::vector<std::string> kNoLabels;
+      auto output_labels = labels.find(name);
+      WEFT_ASSIGN_OR_RETURN(result.back(), Classify(result.back(), classify->second, config.max_batch_size > 0,
+                                                    output_labels != labels.end() ? output_labels->second : kNoLabels));
     }
   }
   return result;

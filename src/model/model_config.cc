@@ -213,6 +213,11 @@ Status ValidateModelConfig(const ModelConfig& config) {
   if (config.outputs.empty()) return InvalidArgument("output: a model needs at least one output");
   WEFT_RETURN_IF_ERROR(ValidateTensors(config.inputs, "input", config.max_batch_size));
   WEFT_RETURN_IF_ERROR(ValidateTensors(config.outputs, "output", config.max_batch_size));
+  for (const auto& output : config.outputs) {
+    if (output.label_filename.empty()) continue;
+    WEFT_RETURN_IF_ERROR(ValidateRelativeFile("label_filename", output.label_filename, "the model directory")
+                             .WithContext("output '" + output.name + "'"));
+  }
   int64_t instances = 0;
   for (const auto& g : config.instance_groups) {
     if (g.count < 1) return InvalidArgument("instance_group: count must be at least 1");

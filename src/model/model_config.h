@@ -21,6 +21,9 @@ struct TensorConfig {
   DataType data_type = DataType::kInvalid;
   Shape dims;                    // without the batch dimension when max_batch_size > 0; -1 = variable
   std::optional<Shape> reshape;  // the shape the framework sees, if it differs from dims
+  // Outputs only: a file in the model's directory with one class label per line, for the classification
+  // extension (model/classification.h). Relative, inside the model directory (ValidateModelConfig).
+  std::string label_filename;
 
   friend bool operator==(const TensorConfig&, const TensorConfig&) = default;
 };

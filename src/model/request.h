@@ -66,7 +66,10 @@ struct InferenceRequest {
   Parameters parameters;
   std::vector<Tensor> inputs;                  // shapes include the batch dimension when the model batches
   std::vector<std::string> requested_outputs;  // empty = all outputs
-  uint32_t priority = 0;                       // 0 = the model's default; 1 = highest
+  // Requested outputs to answer as their top classes (Triton's classification extension, model/classification.h):
+  // output name -> how many classes (> 0).
+  std::map<std::string, uint32_t> class_counts;
+  uint32_t priority = 0;  // 0 = the model's default; 1 = highest
   std::optional<SteadyTime> deadline;
   std::shared_ptr<CancelToken> cancel = std::make_shared<CancelToken>();
   SteadyTime arrival = std::chrono::steady_clock::now();

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "base/log.h"
+#include "model/classification.h"
 #include "repository/repository_scan.h"
 
 namespace weft {
@@ -126,6 +127,10 @@ Result<std::shared_ptr<LoadedVersion>> LoadVersion(const ModelConfig& config, co
   loaded->version = version;
   loaded->config = config;
   loaded->dir = model_dir / std::to_string(version);
+  for (const TensorConfig& output : config.outputs) {
+    if (output.label_filename.empty()) continue;
+    WEFT_ASSIGN_OR_RETURN(loaded->labels[output.name], ReadLabelFile(model_dir / output.label_filename));
+  }
   const std::string file =
       config.default_model_filename.empty() ? backend.DefaultModelFilename() : config.default_model_filename;
   if (!file.empty()) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,9 @@ struct LoadedVersion {
   int64_t version = 0;
   ModelConfig config;
   std::filesystem::path dir;
+  // The labels of each output with a label_filename (read from the model directory when the version loads), for
+  // the classification extension.
+  std::map<std::string, std::vector<std::string>> labels;
   std::vector<std::unique_ptr<ModelInstance>> instances;
   // What created the instances, to create a replacement later; null when the version was built by hand (tests).
   std::shared_ptr<const Backend> backend;
@@ -54,8 +58,9 @@ std::vector<int64_t> SelectVersions(const VersionPolicyConfig& policy, std::vect
 // "latest 1", "all", "specific [1, 3]": the policy as messages name it.
 std::string VersionPolicyToString(const VersionPolicyConfig& policy);
 
-// Loads version `version` of a model: checks that its model file exists and creates each instance of `config`
-// through `backend` from `<model_dir>/<version>/`. Errors name the directory and the instance.
+// Loads version `version` of a model: reads its outputs' label files, checks that its model file exists and creates
+// each instance of `config` through `backend` from `<model_dir>/<version>/`. Errors name the directory and the
+// instance.
 Result<std::shared_ptr<LoadedVersion>> LoadVersion(const ModelConfig& config, const Backend& backend,
                                                    const std::filesystem::path& model_dir, int64_t version);
 

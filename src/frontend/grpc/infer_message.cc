@@ -231,8 +231,16 @@ Status DecodeRequestedOutputs(const ModelInferRequest& message, const SharedMemo
     if (output.name().empty()) return InvalidArgument("a requested output has no 'name'");
     std::string where = "output " + Quoted(output.name());
     if (!seen.insert(output.name()).second) return InvalidArgument(where + " is requested twice");
-    if (output.parameters().count("classification")) {
-      return Unimplemented("the classification extension is not supported");
+    if (auto classification = output.parameters().find("classification"); classification != output.parameters().end()) {
+      const InferParameter& count = classification->second;
+      if (count.parameter_choice_case() != InferParameter::kInt64Param || count.int64_param() < 0 ||
+          count.int64_param() > UINT32_MAX) {
+        return InvalidArgument(where + ": 'classification' must be an int64_param in [0, " +
+                               std::to_string(UINT32_MAX) + "]");
+      }
+      if (count.int64_param() > 0) {
+        out->request->class_counts[output.name()] = static_cast<uint32_t>(count.int64_param());
+      }
     }
     WEFT_ASSIGN_OR_RETURN(std::optional<SharedMemoryRef> ref, SharedMemoryRefOf(output.parameters(), where, registry));
     if (ref) {

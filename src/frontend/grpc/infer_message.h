@@ -31,9 +31,9 @@ Result<int64_t> ParseModelVersion(const std::string& model, const std::string& v
 // their type (copied otherwise) and keep it alive, so the caller hands over a shared message. Inputs and outputs
 // that name a region with `shared_memory_region`, `shared_memory_offset` and `shared_memory_byte_size` are
 // looked up in `shared_memory`; null means the extension is off (Unimplemented). The `priority` and `timeout`
-// (µs from `arrival`) parameters set the request's priority and deadline; other parameters are passed on.
-// Errors: InvalidArgument for every malformed message; NotFound for an unknown region or a bad version;
-// Unimplemented for extensions this server lacks (classification, shared memory when off).
+// (µs from `arrival`) parameters set the request's priority and deadline; an output's `classification` (int64, 0 =
+// none) asks for its top classes; other parameters are passed on. Errors: InvalidArgument for every malformed
+// message; NotFound for an unknown region or a bad version; Unimplemented for shared memory when it is off.
 Result<DecodedModelInfer> DecodeModelInferRequest(std::shared_ptr<const inference::ModelInferRequest> message,
                                                   SteadyTime arrival, const SharedMemoryRegistry* shared_memory);
 

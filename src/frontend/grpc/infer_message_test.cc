@@ -233,11 +233,32 @@ TEST(InferMessageTest, ParametersVersionAndOutputs) {
   twice->add_outputs()->set_name("y");
   twice->add_outputs()->set_name("y");
   ExpectError(twice, StatusCode::kInvalidArgument, "requested twice");
-  auto classification = NewRequest();
-  auto* out = classification->add_outputs();
-  out->set_name("y");
-  (*out->mutable_parameters())["classification"].set_int64_param(3);
-  ExpectError(classification, StatusCode::kUnimplemented, "classification");
+  for (bool as_string : {false, true}) {
+    auto classification = NewRequest();
+    auto* out = classification->add_outputs();
+    out->set_name("y");
+    if (as_string) {
+      (*out->mutable_parameters())["classification"].set_string_param("3");
+    } else {
+      (*out->mutable_parameters())["classification"].set_int64_param(-3);
+    }
+    ExpectError(classification, StatusCode::kInvalidArgument, "'classification'");
+  }
+}
+
+TEST(InferMessageTest, ClassificationAsksForTopClasses) {
+  auto m = NewRequest();
+  AddInput(m.get(), "x", "FP32", {1});
+  m->add_raw_input_contents(std::string(4, '\0'));
+  for (auto [name, count] : {std::pair{"a", 3}, std::pair{"b", 0}}) {
+    auto* out = m->add_outputs();
+    out->set_name(name);
+    (*out->mutable_parameters())["classification"].set_int64_param(count);
+  }
+  auto decoded = Decode(m);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->request->requested_outputs, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(decoded->request->class_counts, (std::map<std::string, uint32_t>{{"a", 3}}));
 }
 
 TEST(InferMessageTest, SharedMemoryIsUnimplementedWhenOff) {

@@ -3,6 +3,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/log.h"
 #include "frontend/grpc/grpc_status.h"
 #include "frontend/grpc/infer_message.h"
 #include "frontend/grpc/model_queries.h"
@@ -103,7 +104,8 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ServerMetadata(Context* c, 
                                                                     ServerMetadataResponse* r) {
   r->set_name(options_.server_name);
   r->set_version(options_.server_version.empty() ? WEFT_VERSION : options_.server_version);
-  for (const char* e : {"model_configuration", "parameters", "statistics"}) r->add_extensions(e);
+  for (const char* e : {"classification", "logging", "model_configuration", "parameters", "statistics"})
+    r->add_extensions(e);
   if (shared_memory_) r->add_extensions("system_shared_memory");
   if (repository_) {
     r->add_extensions("model_repository");
@@ -291,9 +293,33 @@ GrpcInferenceService::Reactor* GrpcInferenceService::TraceSetting(Context* c, co
   return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("the trace extension is not supported"));
 }
 
-GrpcInferenceService::Reactor* GrpcInferenceService::LogSettings(Context* c, const LogSettingsRequest*,
-                                                                 LogSettingsResponse*) {
-  return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("the logging extension is not supported"));
+// Triton's logging extension: the settings a request names are applied (all or none); every answer holds all of
+// them, so an empty request reads them.
+GrpcInferenceService::Reactor* GrpcInferenceService::LogSettings(Context* c, const LogSettingsRequest* q,
+                                                                 LogSettingsResponse* r) {
+  Result<weft::LogSettings> now = UpdateLogSettings([q](weft::LogSettings* settings) -> Status {
+    for (const auto& [name, value] : q->settings()) {
+      LogSettingValue converted;
+      switch (value.parameter_choice_case()) {
+        case LogSettingsRequest::SettingValue::kBoolParam: converted = value.bool_param(); break;
+        case LogSettingsRequest::SettingValue::kUint32Param: converted = uint64_t{value.uint32_param()}; break;
+        case LogSettingsRequest::SettingValue::kStringParam: converted = value.string_param(); break;
+        default: return InvalidArgument("log setting '" + name + "' has no value");
+      }
+      WEFT_RETURN_IF_ERROR(ApplyLogSetting(name, converted, settings));
+    }
+    return Status::Ok();
+  });
+  if (!now.ok()) return Answer(c, GrpcEndpoint::kLogSettings, now.status());
+  if (!q->settings().empty()) WEFT_LOG(Warning) << "log settings changed over gRPC";
+  auto& out = *r->mutable_settings();
+  out["log_file"].set_string_param("");
+  out["log_info"].set_bool_param(now->info);
+  out["log_warning"].set_bool_param(now->warning);
+  out["log_error"].set_bool_param(now->error);
+  out["log_verbose_level"].set_uint32_param(now->verbose_level);
+  out["log_format"].set_string_param(std::string(LogFormatName(now->format)));
+  return Answer(c, GrpcEndpoint::kLogSettings, Status::Ok());
 }
 
 }  // namespace weft

@@ -19,10 +19,11 @@ enum class GrpcEndpoint {
   kModelReady,
   kModelConfig,
   kModelStatistics,
-  kRepository,     // RepositoryIndex, RepositoryModelLoad, RepositoryModelUnload
-  kSharedMemory,   // the system shared memory RPCs
-  kInfer,          // ModelInfer
-  kStreamInfer,    // one count per response on ModelStreamInfer
+  kRepository,    // RepositoryIndex, RepositoryModelLoad, RepositoryModelUnload
+  kSharedMemory,  // the system shared memory RPCs
+  kInfer,         // ModelInfer
+  kStreamInfer,   // one count per response on ModelStreamInfer
+  kLogSettings,
   kUnimplemented,  // RPCs that weft declares but does not offer
 };
 

@@ -14,6 +14,20 @@ namespace {
 // years, and a client may well send "year 9999".
 constexpr auto kMaxCallTimeout = std::chrono::hours(24 * 365);
 
+// Triton's streaming clients ask with the request parameter triton_enable_empty_final_response to be told which
+// response is a request's last: its `triton_final_response` parameter is true. weft's models answer each request
+// once (no decoupled models), so every answer is the last, and none needs to be an empty one of its own.
+bool WantsFinalFlag(const inference::ModelInferRequest& message) {
+  auto it = message.parameters().find("triton_enable_empty_final_response");
+  return it != message.parameters().end() &&
+         it->second.parameter_choice_case() == inference::InferParameter::kBoolParam && it->second.bool_param();
+}
+
+void MarkFinal(bool wanted, inference::ModelStreamInferResponse* response) {
+  if (!wanted) return;
+  (*response->mutable_infer_response()->mutable_parameters())["triton_final_response"].set_bool_param(true);
+}
+
 }  // namespace
 
 void ApplyCallDeadline(std::chrono::system_clock::time_point call_deadline, InferenceRequest* request) {
@@ -108,6 +122,7 @@ void StreamInferReactor::OnReadDone(bool ok) {
     in_engine_[seq] = nullptr;  // unanswered from now on: the call cannot finish before its answer
   }
 
+  const bool final_flag = WantsFinalFlag(*message);
   Result<DecodedModelInfer> decoded =
       DecodeModelInferRequest(message, std::chrono::steady_clock::now(), services_.shared_memory);
   if (!decoded.ok()) {
@@ -116,6 +131,7 @@ void StreamInferReactor::OnReadDone(bool ok) {
     response->mutable_infer_response()->set_model_name(message->model_name());
     response->mutable_infer_response()->set_model_version(message->model_version());
     response->mutable_infer_response()->set_id(message->id());
+    MarkFinal(final_flag, response.get());
     services_.counters->Count(GrpcEndpoint::kStreamInfer, decoded.status().code());
     Answered(seq, std::move(response));
   } else {
@@ -134,10 +150,11 @@ void StreamInferReactor::OnReadDone(bool ok) {
       SharedMemoryOutputs shared_memory_outputs;
       std::vector<SharedMemorySlice> shared_memory_inputs;
       std::string model_name, model_version, id;
+      bool final_flag = false;
     };
     auto pending = std::make_shared<Pending>(Pending{
         request->requested_outputs, std::move(decoded->shared_memory_outputs), std::move(decoded->shared_memory_inputs),
-        message->model_name(), message->model_version(), message->id()});
+        message->model_name(), message->model_version(), message->id(), final_flag});
     services_.engine->Submit(std::move(request), [this, seq, pending](Result<InferenceResponse> result) {
       EncodeSoonAfter(services_, result, [this, seq, pending, result] {
         auto response = std::make_unique<Response>();
@@ -152,6 +169,7 @@ void StreamInferReactor::OnReadDone(bool ok) {
           response->mutable_infer_response()->set_model_version(pending->model_version);
           response->mutable_infer_response()->set_id(pending->id);
         }
+        MarkFinal(pending->final_flag, response.get());
         services_.counters->Count(GrpcEndpoint::kStreamInfer, status.code());
         Answered(seq, std::move(response));
       });

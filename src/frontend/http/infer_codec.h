@@ -58,10 +58,11 @@ struct DecodedInferRequest {
 // region (`shared_memory_region`, `shared_memory_offset`, `shared_memory_byte_size`): inputs are read from it
 // (see SharedMemoryInput) and outputs go to it; the window is checked against the region now. The `priority` and
 // `timeout` (µs, from `arrival`) parameters set the request's priority and deadline; `binary_data_output` sets the
-// output format; any other parameter is passed on. Errors: InvalidArgument for every wire-format problem (malformed
+// output format; an output's `classification` (an integer, 0 = none) asks for its top classes; any other parameter
+// is passed on. Errors: InvalidArgument for every wire-format problem (malformed
 // JSON, a missing or mistyped field, an unknown datatype, data that does not fill its shape, an integer out of range of
 // its type, binary sizes that do not add up, a shared memory window out of bounds); NotFound for an unknown shared
-// memory region; Unimplemented for extensions this server lacks (classification, shared memory when it is off).
+// memory region; Unimplemented for shared memory when it is off.
 Result<DecodedInferRequest> DecodeInferRequest(const InferBody& body, SteadyTime arrival);
 
 // Decodes the raw binary form (Inference-Header-Content-Length: 0): the body is the single input of a model with

@@ -382,6 +382,7 @@ Status DecodeRequestedOutputs(dom::element outputs, const SharedMemoryRegistry* 
     if (output.type() != Type::OBJECT) return InvalidArgument("each of 'outputs' must be an object");
     std::optional<std::string> name;
     std::optional<bool> binary;
+    uint32_t class_count = 0;  // 0: the values themselves, as when the parameter is absent (Triton's clients)
     SharedMemoryParameters shm;
     for (dom::key_value_pair field : ObjectOf(output)) {
       if (field.key == "name") {
@@ -394,7 +395,11 @@ Status DecodeRequestedOutputs(dom::element outputs, const SharedMemoryRegistry* 
             if (p.value.type() != Type::BOOL) return InvalidArgument("'binary_data' must be true or false");
             binary = p.value.get_bool().value_unsafe();
           } else if (p.key == "classification") {
-            return Unimplemented("the classification extension is not supported");
+            std::optional<uint64_t> count = AsUnsigned(p.value);
+            if (!count || *count > UINT32_MAX) {
+              return InvalidArgument("'classification' must be an integer in [0, " + std::to_string(UINT32_MAX) + "]");
+            }
+            class_count = static_cast<uint32_t>(*count);
           } else if (IsSharedMemoryParameter(p.key)) {
             WEFT_RETURN_IF_ERROR(CollectSharedMemoryParameter(p, &shm));
           }
@@ -412,6 +417,7 @@ Status DecodeRequestedOutputs(dom::element outputs, const SharedMemoryRegistry* 
       format->shared_memory.emplace(*name, std::move(slice).value());
     }
     request->requested_outputs.push_back(*name);
+    if (class_count > 0) request->class_counts[*name] = class_count;
     format->requested.push_back(*name);
     if (binary) format->binary[*name] = *binary;
   }

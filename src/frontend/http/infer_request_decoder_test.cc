@@ -208,8 +208,14 @@ TEST(InferRequestDecoderTest, IdParametersAndOutputs) {
               "must be a string, a number or a boolean");
   ExpectError(R"({"inputs":[],"outputs":[{"name":"a"},{"name":"a"}]})", StatusCode::kInvalidArgument,
               "requested twice");
-  ExpectError(R"({"inputs":[],"outputs":[{"name":"a","parameters":{"classification":3}}]})", StatusCode::kUnimplemented,
-              "classification");
+  ExpectError(R"({"inputs":[],"outputs":[{"name":"a","parameters":{"classification":-3}}]})",
+              StatusCode::kInvalidArgument, "'classification'");
+  ExpectError(R"({"inputs":[],"outputs":[{"name":"a","parameters":{"classification":4294967296}}]})",
+              StatusCode::kInvalidArgument, "'classification'");
+  auto classification = Decode(R"({"inputs":[],"outputs":[{"name":"a","parameters":{"classification":3}},)"
+                               R"({"name":"b","parameters":{"classification":0}}]})");
+  ASSERT_TRUE(classification.ok()) << classification.status().ToString();
+  EXPECT_EQ(classification->request->class_counts, (std::map<std::string, uint32_t>{{"a", 3}}));
   ExpectError(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"parameters":)"
               R"({"shared_memory_region":"r"}}]})",
               StatusCode::kUnimplemented, "shared memory");

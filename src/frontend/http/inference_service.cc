@@ -5,8 +5,10 @@
 #include <string_view>
 #include <vector>
 
+#include "frontend/http/content_coding.h"
 #include "frontend/http/infer_codec.h"
 #include "frontend/http/json_writer.h"
+#include "frontend/http/logging_codec.h"
 #include "frontend/http/repository_codec.h"
 #include "frontend/http/rollout_codec.h"
 #include "frontend/http/shared_memory_codec.h"
@@ -29,7 +31,7 @@ constexpr const char* kAllRequestsHelp =
     "Requests answered, by protocol, endpoint and status (HTTP class or gRPC code).";
 constexpr std::string_view kEndpointNames[] = {"health",       "server_metadata", "model_metadata", "model_ready",
                                                "model_config", "infer",           "shared_memory",  "repository",
-                                               "rollout",      "statistics",      "unknown"};
+                                               "rollout",      "statistics",      "logging",        "unknown"};
 static_assert(std::size(kEndpointNames) == InferenceService::kEndpointCount);
 
 // %XX escapes in one path segment; a malformed escape stays as it is.
@@ -136,6 +138,10 @@ std::optional<Route> MatchRoute(std::string_view path) {
   }
   if (s[1] == "systemsharedmemory") return MatchSharedMemoryRoute(s);
   if (s[1] == "repository") return MatchRepositoryRoute(s);
+  if (s[1] == "logging" && s.size() == 2) {
+    route.endpoint = Endpoint::kLogging;  // GET and POST: checked by HandleLogging
+    return route;
+  }
   if (s[1] != "models" || s.size() < 3) return std::nullopt;
   if (s.size() == 3 && s[2] == "stats") {
     // Every model's statistics, as in Triton: a model named "stats" has its metadata at .../versions/{v} only.
@@ -317,6 +323,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   }
   const auto& counters = counters_[static_cast<size_t>(route->endpoint)];
   if (route->endpoint == Endpoint::kRollout) return HandleRollout(request, route->model, counters, responder);
+  if (route->endpoint == Endpoint::kLogging) return HandleLogging(request, counters, responder);
   if (request.method != route->method) {
     const char* allowed = route->method == http::verb::post ? "POST" : "GET";
     HttpResponse response = ErrorResponse(405, std::string("method not allowed: use ") + allowed);
@@ -364,7 +371,9 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
       json.String(options_.server_version.empty() ? WEFT_VERSION : options_.server_version);
       json.Key("extensions");
       json.BeginArray();
-      for (const char* e : {"binary_tensor_data", "model_configuration", "parameters", "statistics"}) json.String(e);
+      for (const char* e :
+           {"binary_tensor_data", "classification", "logging", "model_configuration", "parameters", "statistics"})
+        json.String(e);
       if (options_.shared_memory) json.String("system_shared_memory");
       if (options_.repository) {
         json.String("model_repository");
@@ -419,20 +428,35 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
 
     case Endpoint::kSharedMemory: return HandleSharedMemory(request, route->action, route->region, counters, responder);
     case Endpoint::kRepository: return HandleRepository(request, route->action, route->model, counters, responder);
-    case Endpoint::kRollout: return;  // handled above
+    case Endpoint::kRollout:
+    case Endpoint::kLogging: return;  // handled above
     case Endpoint::kInfer: break;
     case Endpoint::kUnknown: return;  // not produced by MatchRoute
   }
 
   // Inference.
-  std::string_view encoding = request.header("Content-Encoding");
-  if (!encoding.empty() && encoding != "identity") {
+  std::optional<ContentCoding> coding = ParseContentEncoding(request.header("Content-Encoding"));
+  if (!coding) {
     return Answer(counters, responder,
-                  ErrorResponse(Unimplemented("Content-Encoding '" + std::string(encoding) + "' is not supported")));
+                  ErrorResponse(415, "Content-Encoding '" + std::string(request.header("Content-Encoding")) +
+                                         "' is not supported: use gzip, deflate or identity"));
   }
   Result<std::optional<size_t>> json_size = JsonSizeHeader(request);
   if (!json_size.ok()) return Answer(counters, responder, ErrorResponse(json_size.status()));
-  InferBody body{request.body->bytes(), request.body, *json_size, options_.shared_memory};
+  std::shared_ptr<const RequestBody> content = request.body;
+  if (*coding != ContentCoding::kIdentity) {
+    // Inference-Header-Content-Length counts the JSON once inflated, so binary tensors start there, aligned.
+    Result<RequestBody> inflated =
+        DecodeContent(request.body->bytes(), *coding, options_.max_inflated_body_bytes, json_size->value_or(0));
+    if (!inflated.ok()) {
+      const Status& error = inflated.status();
+      return Answer(
+          counters, responder,
+          error.code() == StatusCode::kResourceExhausted ? ErrorResponse(413, error.message()) : ErrorResponse(error));
+    }
+    content = std::make_shared<RequestBody>(std::move(*inflated));
+  }
+  InferBody body{content->bytes(), content, *json_size, options_.shared_memory};
 
   auto decode = [&]() -> Result<DecodedInferRequest> {
     if (*json_size != size_t{0}) return DecodeInferRequest(body, request.arrival);
@@ -451,12 +475,18 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   if (std::string_view key = request.header("weft-route-key"); !key.empty()) {
     infer->parameters.try_emplace("weft_route_key", std::string(key));
   }
-  engine_->Submit(std::move(infer), [responder, counters,
+  const ContentCoding answer_coding = ChooseResponseCoding(request.header("Accept-Encoding"));
+  engine_->Submit(std::move(infer), [responder, counters, answer_coding,
                                      format = std::move(decoded->output_format)](Result<InferenceResponse> result) {
     // Encoding waits for the I/O thread, so that the engine's runner goes back to inference at once.
     // Counted once the server knows what goes out: it may refuse a large answer (429).
-    responder.SendBuilt([format, result = std::move(result)] { return InferResponseToHttp(result, format); },
-                        [counters](unsigned status) { counters.Count(status); });
+    responder.SendBuilt(
+        [format, answer_coding, result = std::move(result)] {
+          HttpResponse response = InferResponseToHttp(result, format);
+          EncodeContent(answer_coding, &response);
+          return response;
+        },
+        [counters](unsigned status) { counters.Count(status); });
   });
 }
 
@@ -488,6 +518,27 @@ void InferenceService::HandleSharedMemory(const HttpRequest& request, const std:
     registry->Unregister(region);
   }
   return Answer(counters, responder, JsonResponse("{}"));
+}
+
+// Triton's logging extension: GET answers the log settings, POST changes them (all the settings it names, or none)
+// and answers what they are now.
+void InferenceService::HandleLogging(const HttpRequest& request, const ResponseCounters& counters,
+                                     const HttpResponder& responder) {
+  if (request.method == http::verb::get) {
+    return Answer(counters, responder, JsonResponse(EncodeLogSettings(GetLogSettings())));
+  }
+  if (request.method != http::verb::post) {
+    HttpResponse response = ErrorResponse(405, "method not allowed: use GET or POST");
+    response.headers.emplace_back("Allow", "GET, POST");
+    return Answer(counters, responder, std::move(response));
+  }
+  Result<LogSettings> updated = UpdateLogSettings([&](LogSettings* settings) -> Status {
+    WEFT_ASSIGN_OR_RETURN(*settings, DecodeLogSettingsUpdate(request.body->bytes(), *settings));
+    return Status::Ok();
+  });
+  if (!updated.ok()) return Answer(counters, responder, ErrorResponse(updated.status()));
+  WEFT_LOG(Warning) << "log settings changed over HTTP: " << EncodeLogSettings(*updated);
+  Answer(counters, responder, JsonResponse(EncodeLogSettings(*updated)));
 }
 
 // Rollouts (docs/rollouts.md): POST starts one, GET reports on it, DELETE rolls it back. Answered from the live

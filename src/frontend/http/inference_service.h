@@ -34,6 +34,9 @@ class InferenceService : public HttpHandler {
     // The model repository extension: the live repository that the index, load and unload routes use, or null
     // (they answer 501). Must outlive the service and every load it started.
     LiveRepository* repository = nullptr;
+    // The most an inference request body compressed with gzip or deflate may inflate to (413 past it); the HTTP
+    // server's own body limit bounds only the compressed bytes.
+    size_t max_inflated_body_bytes = size_t{64} << 20;
   };
 
   // `engine` and `metrics` must outlive the service and every request it started.
@@ -57,9 +60,10 @@ class InferenceService : public HttpHandler {
     kRepository,
     kRollout,
     kStatistics,
+    kLogging,
     kUnknown
   };
-  static constexpr size_t kEndpointCount = 11;
+  static constexpr size_t kEndpointCount = 12;
 
   // The counters of one endpoint, one per status class (2xx, 4xx, 5xx), in both families: weft_http_requests_total
   // (kept for the dashboards that read it) and weft_requests_total{protocol="http"} (shared with gRPC).
@@ -77,6 +81,7 @@ class InferenceService : public HttpHandler {
                      const HttpResponder& responder);
   void HandleRepository(const HttpRequest& request, const std::string& action, const std::string& model,
                         const ResponseCounters& counters, const HttpResponder& responder);
+  void HandleLogging(const HttpRequest& request, const ResponseCounters& counters, const HttpResponder& responder);
 
   // Fetched once: counting takes no lock.
   using EndpointCounters = std::array<ResponseCounters, kEndpointCount>;

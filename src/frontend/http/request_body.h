@@ -29,6 +29,8 @@ class RequestBody {
   void Prepare(size_t expected, size_t anchor);
   // Appends `n` bytes that the caller writes through the returned pointer; grows the buffer when needed.
   std::byte* Append(size_t n);
+  // Drops the bytes after the first `size` (at most size()): what an Append reserved and the writer did not fill.
+  void Truncate(size_t size) { size_ = size < size_ ? size : size_; }
 
   const std::byte* data() const { return storage_ ? storage_.get() + lead_ : kEmpty; }
   size_t size() const { return size_; }

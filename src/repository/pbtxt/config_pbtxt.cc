@@ -231,6 +231,7 @@ Result<TensorConfig> ConvertTensor(const ProtoTensor& p, const std::string& fiel
   t.dims.assign(p.dims().begin(), p.dims().end());
   // `reshape: { shape: [] }` is meaningful (a scalar), so presence matters, not emptiness.
   if (p.has_reshape()) t.reshape = Shape(p.reshape().shape().begin(), p.reshape().shape().end());
+  if constexpr (requires { p.label_filename(); }) t.label_filename = p.label_filename();
   return t;
 }
 
