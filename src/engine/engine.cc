@@ -722,22 +722,29 @@ bool Engine::Ready() const {
 Multiplexer* Engine::multiplexer() const { return impl_->multiplexer.get(); }
 
 Result<std::vector<VersionStatistics>> Engine::Statistics(const std::string& model, int64_t version) const {
+  if (model.empty() && version != 0) return InvalidArgument("a version needs a model name");
+  std::shared_ptr<const RoutingTable> table = impl_->LoadTable();
   std::vector<VersionStatistics> out;
+  auto add = [&](const std::string& name, const ServingVersion& serving) {
+    out.push_back(ReadVersionStatistics(impl_->metrics, name, serving.version()));
+    out.back().batch_stats = serving.parts->scheduler->ExecutionsByBatchSize();
+  };
   if (model.empty()) {
-    if (version != 0) return InvalidArgument("a version needs a model name");
-    for (const ModelState& s : States()) {
-      if (s.ready && s.version != 0) out.push_back(ReadVersionStatistics(impl_->metrics, s.name, s.version));
+    for (const auto& [name, route] : table->models) {
+      for (const auto& [v, handle] : route->serving) add(name, *handle);
     }
     return out;
   }
   if (version != 0) {
-    WEFT_RETURN_IF_ERROR(FindVersion(model, version).status());
-    out.push_back(ReadVersionStatistics(impl_->metrics, model, version));
+    WEFT_ASSIGN_OR_RETURN(const VersionHandle* handle, Impl::Find(*table, model, version));
+    add(model, **handle);
     return out;
   }
-  std::vector<int64_t> versions = ReadyVersions(model);
-  if (versions.empty()) return FindVersion(model, 0).status();  // NotFound or Unavailable
-  for (int64_t v : versions) out.push_back(ReadVersionStatistics(impl_->metrics, model, v));
+  auto route = table->models.find(model);
+  if (route == table->models.end() || route->second->serving.empty()) {
+    return Impl::Find(*table, model, 0).status();  // NotFound or Unavailable
+  }
+  for (const auto& [v, handle] : route->second->serving) add(model, *handle);
   return out;
 }
 

@@ -680,6 +680,27 @@ void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, 
     response.outputs = std::move(mine);
     Answer(e, std::move(response));
   }
+  if (outputs.ok() && split.ok()) {
+    auto add = [](StatisticDuration& d, SteadyTime::duration took) {
+      ++d.count;
+      d.ns += static_cast<uint64_t>(std::max<int64_t>(0, std::chrono::nanoseconds(took).count()));
+    };
+    const auto output_time = std::chrono::steady_clock::now() - finish_start;
+    std::lock_guard lock(batch_stats_mu_);
+    BatchStatistics& stats = batch_stats_[static_cast<uint64_t>(inflight.items)];
+    stats.batch_size = static_cast<uint64_t>(inflight.items);
+    add(stats.compute_input, inflight.compute_input);
+    add(stats.compute_infer, timing.end - timing.start);
+    add(stats.compute_output, output_time);
+  }
+}
+
+std::vector<BatchStatistics> Scheduler::ExecutionsByBatchSize() const {
+  std::lock_guard lock(batch_stats_mu_);
+  std::vector<BatchStatistics> out;
+  out.reserve(batch_stats_.size());
+  for (const auto& [size, stats] : batch_stats_) out.push_back(stats);
+  return out;
 }
 
 bool Scheduler::RetryAfterOutOfMemory(InFlight& inflight) {

@@ -121,6 +121,10 @@ class Scheduler {
   // executions' measured durations and sizes (wait_estimate.h); 0 before the first execution. Lock-free.
   std::chrono::nanoseconds ExpectedLatency() const;
 
+  // Triton's batch_stats: the executions whose outputs reached their requests, by batch size (items), ascending.
+  // Kept by this scheduler, so a version loaded again starts from none. Thread-safe.
+  std::vector<BatchStatistics> ExecutionsByBatchSize() const;
+
  private:
   using Entries = std::vector<std::unique_ptr<QueueEntry>>;
 
@@ -195,6 +199,9 @@ class Scheduler {
   std::atomic<uint64_t> running_{0};          // inflight_
   std::atomic<double> mean_batch_{0};         // requests per execution
   std::atomic<double> mean_execution_ns_{0};  // duration of an execution
+
+  mutable std::mutex batch_stats_mu_;                // taken once per execution, alone
+  std::map<uint64_t, BatchStatistics> batch_stats_;  // guarded by batch_stats_mu_; by batch size
 
   std::mutex mu_;
   std::condition_variable_any work_changed_;   // instances wait here for work

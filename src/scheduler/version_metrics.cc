@@ -91,6 +91,9 @@ VersionMetrics::VersionMetrics(MetricsRegistry* registry, const std::string& mod
   instances_replaced = registry->GetCounter(
       "weft_instances_replaced_total",
       "Fresh instances started in place of ones quarantined after an execution overran its limit.", labels);
+  last_answer =
+      registry->GetGauge("weft_last_inference_timestamp_seconds",
+                         "When the version last answered a request, in seconds since the Unix epoch.", labels);
   Counter** triton_counters[] = {&triton.success,          &triton.inference_count,  &triton.execution_count,
                                  &triton.request_us,       &triton.queue_us,         &triton.compute_input_us,
                                  &triton.compute_infer_us, &triton.compute_output_us};
@@ -122,7 +125,7 @@ void VersionMetrics::Remove(MetricsRegistry* registry, const std::string& model,
        {"weft_inference_request_success_total", "weft_inference_count_total", "weft_inference_exec_count_total",
         "weft_inference_request_duration_seconds", "weft_inference_queue_duration_seconds",
         "weft_inference_compute_duration_seconds", "weft_batch_size", "weft_oom_retries_total", "weft_oom_batch_cap",
-        "weft_execution_timeouts_total", "weft_instances_replaced_total"}) {
+        "weft_execution_timeouts_total", "weft_instances_replaced_total", "weft_last_inference_timestamp_seconds"}) {
     registry->Remove(name, labels);
   }
   for (const char* name : kTritonCounters) registry->Remove(name, labels);
@@ -173,7 +176,11 @@ VersionStatistics ReadVersionStatistics(MetricsRegistry* registry, const std::st
     seen.push_back(c);
     failures += c->value();
   }
-  out.fail = {Whole(failures), 0};
+  // Every answer's duration is in the histogram, the successes' also in Triton's counter: the rest is the failures'.
+  const double all_ns = m.request_duration->sum() * 1e9;
+  out.fail = {Whole(failures),
+              all_ns > static_cast<double>(out.success.ns) ? Whole(all_ns - static_cast<double>(out.success.ns)) : 0};
+  out.last_inference_ms = Whole(m.last_answer->value() * 1000.0);
   return out;
 }
 
@@ -189,6 +196,7 @@ void Complete(VersionMetrics& metrics, const InferenceRequest& request, Inferenc
     metrics.triton.failures[static_cast<size_t>(result.status().code())]->Increment();
   }
   metrics.request_duration->Observe(std::chrono::duration<double>(elapsed).count());
+  metrics.last_answer->Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   on_done(std::move(result));
 }
 

@@ -31,6 +31,7 @@ struct VersionMetrics {
   Gauge* oom_batch_cap;             // the lowest batch cap over the version's instances after one; 0 = none
   Counter* execution_timeouts;      // executions answered at weft.execution_timeout_ms instead of by their outputs
   Counter* instances_replaced;      // fresh instances started in place of ones quarantined after a timeout
+  Gauge* last_answer;               // when the last request was answered, seconds since the Unix epoch
 
   // Triton's per-model families (nv_*), with its names, labels and semantics, for its dashboards, and the source of
   // the statistics extension. As in Triton, the durations are cumulative microseconds of successful requests only,

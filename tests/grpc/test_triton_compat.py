@@ -71,6 +71,15 @@ class StatisticsTest(unittest.TestCase):
         # Each request's time from arrival to answer holds its queue and compute times.
         self.assertGreaterEqual(stats.success.ns, sum(getattr(stats, stage).ns for stage in STAGES))
         self.assertGreaterEqual(s.inference_count, s.execution_count)
+        # Per batch size: executions, which add up to the execution count, and items to the inference count.
+        self.assertEqual(sum(b.compute_infer.count for b in s.batch_stats), s.execution_count)
+        self.assertEqual(sum(b.batch_size * b.compute_infer.count for b in s.batch_stats), s.inference_count)
+        self.assertEqual([b.batch_size for b in s.batch_stats], sorted(b.batch_size for b in s.batch_stats))
+        for b in s.batch_stats:
+            self.assertEqual(b.compute_input.count, b.compute_infer.count)
+            self.assertEqual(b.compute_output.count, b.compute_infer.count)
+            self.assertGreater(b.compute_infer.ns, 0)
+        self.assertLess(abs(s.last_inference / 1000 - time.time()), 60)
 
     def test_http_stats_match_grpc_and_name_the_same_versions(self):
         infer_many("add_sub", 8)
@@ -310,6 +319,19 @@ class LoggingTest(unittest.TestCase):
         self.assertEqual(self.server.http("DELETE", "/v2/logging")[0], 405)
 
 
+class CudaSharedMemoryTest(unittest.TestCase):
+    def test_both_protocols_say_it_is_not_supported(self):
+        for method, path, body in (("GET", "/v2/cudasharedmemory/status", None),
+                                   ("POST", "/v2/cudasharedmemory/region/r/register",
+                                    {"raw_handle": {"b64": ""}, "device_id": 0, "byte_size": 16})):
+            status, reply = server.http(method, path, body)
+            self.assertEqual(status, 501, path)
+            self.assertIn("CUDA shared memory is not supported", reply["error"])
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.CudaSharedMemoryStatus(pb.CudaSharedMemoryStatusRequest(), timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+
+
 class TritonMetricsTest(unittest.TestCase):
     def test_nv_families_follow_the_statistics(self):
         infer_many("mlp", 12)
@@ -334,6 +356,10 @@ class TritonMetricsTest(unittest.TestCase):
         self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
         after = server.metric("nv_inference_request_failure", model="add_sub", version="1", reason="OTHER")
         self.assertEqual(after, before + 1)
+        stats = server.stub.ModelStatistics(pb.ModelStatisticsRequest(name="add_sub"),
+                                            timeout=RPC_TIMEOUT).model_stats[0].inference_stats
+        self.assertGreaterEqual(stats.fail.count, 1)
+        self.assertGreater(stats.fail.ns, 0)
         text = server.metrics()
         for reason in ("REJECTED", "CANCELED", "BACKEND"):
             self.assertIn(f'nv_inference_request_failure{{model="add_sub",version="1",reason="{reason}"}}', text)

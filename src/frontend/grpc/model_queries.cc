@@ -73,6 +73,14 @@ void AddVersionStatistics(const VersionStatistics& v, inference::ModelStatistics
   SetDuration(infer->mutable_compute_input(), v.compute_input);
   SetDuration(infer->mutable_compute_infer(), v.compute_infer);
   SetDuration(infer->mutable_compute_output(), v.compute_output);
+  stats->set_last_inference(v.last_inference_ms);
+  for (const BatchStatistics& b : v.batch_stats) {
+    auto* batch = stats->add_batch_stats();
+    batch->set_batch_size(b.batch_size);
+    SetDuration(batch->mutable_compute_input(), b.compute_input);
+    SetDuration(batch->mutable_compute_infer(), b.compute_infer);
+    SetDuration(batch->mutable_compute_output(), b.compute_output);
+  }
 }
 
 }  // namespace

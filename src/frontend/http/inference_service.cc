@@ -73,8 +73,8 @@ struct Route {
   int64_t version = 0;        // 0 = not given: the highest ready version
   bool server_ready = false;  // for kHealth: /ready rather than /live
   std::string region;         // for kSharedMemory: empty = every region
-  std::string action;         // kSharedMemory: "status", "register" or "unregister"; kRepository: "index", "load" or
-                              // "unload"
+  std::string action;         // kSharedMemory: "status", "register", "unregister" or "cuda" (refused); kRepository:
+                              // "index", "load" or "unload"
 };
 
 // v2/systemsharedmemory[/region/{r}]/{status|register|unregister}; register needs a region.
@@ -137,6 +137,11 @@ std::optional<Route> MatchRoute(std::string_view path) {
     return route;
   }
   if (s[1] == "systemsharedmemory") return MatchSharedMemoryRoute(s);
+  if (s[1] == "cudasharedmemory") {
+    route.endpoint = Endpoint::kSharedMemory;
+    route.action = "cuda";  // every method and path under it: 501, by HandleSharedMemory
+    return route;
+  }
   if (s[1] == "repository") return MatchRepositoryRoute(s);
   if (s[1] == "logging" && s.size() == 2) {
     route.endpoint = Endpoint::kLogging;  // GET and POST: checked by HandleLogging
@@ -324,6 +329,11 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   const auto& counters = counters_[static_cast<size_t>(route->endpoint)];
   if (route->endpoint == Endpoint::kRollout) return HandleRollout(request, route->model, counters, responder);
   if (route->endpoint == Endpoint::kLogging) return HandleLogging(request, counters, responder);
+  if (route->action == "cuda") {
+    return Answer(counters, responder,
+                  ErrorResponse(Unimplemented("CUDA shared memory is not supported: use system shared memory "
+                                              "(v2/systemsharedmemory, weft serve --allow-shared-memory)")));
+  }
   if (request.method != route->method) {
     const char* allowed = route->method == http::verb::post ? "POST" : "GET";
     HttpResponse response = ErrorResponse(405, std::string("method not allowed: use ") + allowed);

@@ -30,7 +30,7 @@ std::string EncodeModelStatistics(std::span<const VersionStatistics> stats) {
     json.Key("version");
     json.String(std::to_string(v.version));
     json.Key("last_inference");
-    json.Uint(0);
+    json.Uint(v.last_inference_ms);
     json.Key("inference_count");
     json.Uint(v.inference_count);
     json.Key("execution_count");
@@ -48,6 +48,15 @@ std::string EncodeModelStatistics(std::span<const VersionStatistics> stats) {
     json.EndObject();
     json.Key("batch_stats");
     json.BeginArray();
+    for (const BatchStatistics& b : v.batch_stats) {
+      json.BeginObject();
+      json.Key("batch_size");
+      json.Uint(b.batch_size);
+      WriteDuration(json, "compute_input", b.compute_input);
+      WriteDuration(json, "compute_infer", b.compute_infer);
+      WriteDuration(json, "compute_output", b.compute_output);
+      json.EndObject();
+    }
     json.EndArray();
     json.Key("memory_usage");
     json.BeginArray();
