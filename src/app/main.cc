@@ -173,6 +173,10 @@ int main(int argc, char** argv) {
                    "Export Triton's per-model families (nv_inference_*) on /metrics beside weft's own, for Triton's "
                    "dashboards and alerts (true or false)")
       ->capture_default_str();
+  serve_cmd->add_option("--metrics-config", serve.metrics_config,
+                        "Triton's metrics settings, <name>=<value>, repeatable: summary_latencies=true adds "
+                        "latency summaries (nv_inference_*_summary_us), summary_quantiles=0.5:0.05,0.99:0.001 sets "
+                        "their quantiles");
   serve_cmd->add_option("--http-address", serve.http_address, "Address the HTTP, gRPC and metrics ports bind to")
       ->capture_default_str();
   serve_cmd->add_flag("--allow-shared-memory", serve.allow_shared_memory,

@@ -24,6 +24,7 @@
 #include "frontend/shm/shared_memory.h"
 #include "lifecycle/live_repository.h"
 #include "metrics/metrics.h"
+#include "metrics/metrics_config.h"
 #include "repository/pbtxt/config_pbtxt.h"
 
 namespace weft {
@@ -152,6 +153,11 @@ int RunServe(const ServeOptions& options) {
     WEFT_LOG(Error) << "--model-control-mode: " << mode.status().message();
     return 1;
   }
+  Result<std::optional<Summary::Options>> latency_summaries = ParseMetricsConfig(options.metrics_config);
+  if (!latency_summaries.ok()) {
+    WEFT_LOG(Error) << latency_summaries.status().message();
+    return 1;
+  }
 
   auto device = OpenServeDevice(options);
   if (!device.ok()) {
@@ -160,6 +166,7 @@ int RunServe(const ServeOptions& options) {
   }
   WEFT_LOG(Info) << "device: " << (*device)->Describe();
   MetricsRegistry metrics;  // the device outlives the engine: declared before it
+  metrics.SetLatencySummaries(*latency_summaries);
   // Destroyed by the shutdown thread, which the main thread does not wait for past the exit timeout.
   auto engine = std::make_unique<Engine>(Engine::Options{.max_queue_per_model = options.max_queue_per_model,
                                                          .max_queued_bytes = options.max_queued_bytes,

@@ -13,7 +13,8 @@ struct ServeOptions {
   uint16_t http_port = 8000;
   uint16_t grpc_port = 8001;
   uint16_t metrics_port = 8002;
-  bool triton_metrics = true;  // Triton's nv_* families on /metrics beside weft's own
+  bool triton_metrics = true;               // Triton's nv_* families on /metrics beside weft's own
+  std::vector<std::string> metrics_config;  // Triton's --metrics-config settings (metrics/metrics_config.h)
   int http_threads = 2;
   size_t max_request_body_bytes = 64ull << 20;
   // Requests queued per model version; 0 = unbounded; the default (Engine::Options::kDefaultQueueBound) is 16

@@ -1,7 +1,9 @@
 #include "metrics/metrics.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include "base/log.h"
 
@@ -28,6 +30,101 @@ std::vector<uint64_t> Histogram::BucketCounts() const {
 
 std::vector<double> LatencyBuckets() {
   return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+}
+
+namespace {
+
+constexpr int kSubBuckets = 64;  // per power of two
+constexpr int kZeroBucket = std::numeric_limits<int>::min();
+
+int BucketOf(double v) {
+  if (!(v > 0)) return kZeroBucket;  // also NaN
+  int exponent = 0;
+  const double mantissa = std::frexp(v, &exponent);  // in [0.5, 1)
+  const int sub = std::min(kSubBuckets - 1, static_cast<int>((mantissa - 0.5) * 2 * kSubBuckets));
+  return exponent * kSubBuckets + sub;
+}
+
+double MiddleOf(int bucket) {
+  if (bucket == kZeroBucket) return 0;
+  // Floor division: buckets below 1 have negative exponents.
+  int exponent = bucket / kSubBuckets;
+  int sub = bucket % kSubBuckets;
+  if (sub < 0) {
+    sub += kSubBuckets;
+    --exponent;
+  }
+  return std::ldexp(0.5 + (sub + 0.5) / (2.0 * kSubBuckets), exponent);
+}
+
+}  // namespace
+
+Summary::Summary(Options options)
+    : options_(std::move(options)),
+      start_(options_.clock->Now()),
+      slice_(std::max<std::chrono::nanoseconds>(std::chrono::nanoseconds(1),
+                                                options_.max_age / std::max(1, options_.age_buckets))),
+      slices_(static_cast<size_t>(std::max(1, options_.age_buckets))) {}
+
+int64_t Summary::PeriodOf(SteadyTime t) const { return t < start_ ? 0 : (t - start_) / slice_; }
+
+void Summary::Observe(double v) {
+  const int64_t period = PeriodOf(options_.clock->Now());
+  std::lock_guard lock(mu_);
+  Slice& slice = slices_[static_cast<size_t>(period) % slices_.size()];
+  if (slice.period != period) {
+    slice.period = period;
+    slice.counts.clear();
+  }
+  ++slice.counts[BucketOf(v)];
+  sum_ += v;
+  ++count_;
+}
+
+std::vector<double> Summary::Quantiles() const {
+  const int64_t now = PeriodOf(options_.clock->Now());
+  std::map<int, uint64_t> merged;
+  uint64_t total = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (const Slice& slice : slices_) {
+      if (slice.period < 0 || now - slice.period >= static_cast<int64_t>(slices_.size())) continue;
+      for (const auto& [bucket, n] : slice.counts) {
+        merged[bucket] += n;
+        total += n;
+      }
+    }
+  }
+  std::vector<double> out;
+  for (double q : options_.quantiles) {
+    if (total == 0) {
+      out.push_back(std::numeric_limits<double>::quiet_NaN());
+      continue;
+    }
+    // The smallest value with at least q of the observations at or below it (at least the first).
+    const auto rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(total) - 1e-9)));
+    uint64_t seen = 0;
+    double value = MiddleOf(merged.rbegin()->first);
+    for (const auto& [bucket, n] : merged) {
+      seen += n;
+      if (seen >= rank) {
+        value = MiddleOf(bucket);
+        break;
+      }
+    }
+    out.push_back(value);
+  }
+  return out;
+}
+
+double Summary::sum() const {
+  std::lock_guard lock(mu_);
+  return sum_;
+}
+
+uint64_t Summary::count() const {
+  std::lock_guard lock(mu_);
+  return count_;
 }
 
 namespace {
@@ -103,6 +200,24 @@ Histogram* MetricsRegistry::GetHistogram(const std::string& name, const std::str
   return slot.get();
 }
 
+Summary* MetricsRegistry::GetSummary(const std::string& name, const std::string& help, const Labels& labels,
+                                     Summary::Options options) {
+  std::lock_guard lock(mu_);
+  auto& slot = GetFamily(name, help, Type::kSummary).summaries[LabelKey(labels)];
+  if (!slot) slot = std::make_unique<Summary>(std::move(options));
+  return slot.get();
+}
+
+void MetricsRegistry::SetLatencySummaries(std::optional<Summary::Options> options) {
+  std::lock_guard lock(mu_);
+  latency_summaries_ = std::move(options);
+}
+
+std::optional<Summary::Options> MetricsRegistry::latency_summaries() const {
+  std::lock_guard lock(mu_);
+  return latency_summaries_;
+}
+
 void MetricsRegistry::Remove(const std::string& name, const Labels& labels) {
   std::lock_guard lock(mu_);
   auto it = families_.find(name);
@@ -111,6 +226,7 @@ void MetricsRegistry::Remove(const std::string& name, const Labels& labels) {
   it->second.counters.erase(key);
   it->second.gauges.erase(key);
   it->second.histograms.erase(key);
+  it->second.summaries.erase(key);
 }
 
 std::string MetricsRegistry::Exposition(std::string_view skip_prefix) const {
@@ -143,6 +259,18 @@ std::string MetricsRegistry::Exposition(std::string_view skip_prefix) const {
         }
         break;
       }
+      case Type::kSummary:
+        out += "# TYPE " + name + " summary\n";
+        for (const auto& [key, summary] : family.summaries) {
+          const std::vector<double> values = summary->Quantiles();
+          for (size_t i = 0; i < values.size(); ++i) {
+            out += name + Braced(key, "quantile=\"" + Number(summary->quantiles()[i]) + "\"") + " " +
+                   Number(values[i]) + "\n";
+          }
+          out += name + "_sum" + Braced(key) + " " + Number(summary->sum()) + "\n";
+          out += name + "_count" + Braced(key) + " " + std::to_string(summary->count()) + "\n";
+        }
+        break;
     }
   }
   return out;

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
+
+#include "metrics/metrics_config.h"
 
 namespace weft {
 namespace {
@@ -33,6 +36,72 @@ TEST(MetricsTest, RendersPrometheusText) {
   EXPECT_NE(text.find("weft_duration_seconds_bucket{model=\"m\",le=\"+Inf\"} 3\n"), std::string::npos);
   EXPECT_NE(text.find("weft_duration_seconds_count{model=\"m\"} 3\n"), std::string::npos);
   EXPECT_NE(text.find("weft_duration_seconds_sum{model=\"m\"} 5.55\n"), std::string::npos);
+}
+
+TEST(SummaryTest, QuantilesOfTheWindowWithinTheBucketResolution) {
+  ManualClock clock;
+  Summary s(
+      {.quantiles = {0, 0.5, 0.9, 0.99, 1}, .max_age = std::chrono::seconds(50), .age_buckets = 5, .clock = &clock});
+  EXPECT_TRUE(std::isnan(s.Quantiles()[1]));
+  for (int v = 100; v >= 1; --v) s.Observe(v * 0.001);  // 1 ms .. 100 ms, in any order
+  const std::vector<double> q = s.Quantiles();
+  const double expected[] = {0.001, 0.050, 0.090, 0.099, 0.100};
+  for (size_t i = 0; i < q.size(); ++i) EXPECT_NEAR(q[i], expected[i], expected[i] * 0.008) << i;
+  EXPECT_EQ(s.count(), 100u);
+  EXPECT_NEAR(s.sum(), 5.05, 1e-9);
+
+  // 30 s later, large values: both slices are in the window.
+  clock.Advance(std::chrono::seconds(30));
+  for (int i = 0; i < 100; ++i) s.Observe(10);
+  EXPECT_NEAR(s.Quantiles()[2], 10, 0.08);
+  // The first slice leaves the window once it is 50 s old; the second stays.
+  clock.Advance(std::chrono::seconds(21));
+  EXPECT_NEAR(s.Quantiles()[0], 10, 0.08);
+  clock.Advance(std::chrono::seconds(30));
+  EXPECT_TRUE(std::isnan(s.Quantiles()[0]));
+  EXPECT_EQ(s.count(), 200u);  // all time
+  s.Observe(0);
+  s.Observe(-3);
+  EXPECT_EQ(s.Quantiles()[4], 0);
+}
+
+TEST(SummaryTest, RendersAsAPrometheusSummary) {
+  MetricsRegistry r;
+  EXPECT_FALSE(r.latency_summaries().has_value());
+  r.SetLatencySummaries(Summary::Options{.quantiles = {0.5, 0.99}});
+  ASSERT_TRUE(r.latency_summaries().has_value());
+  Summary* s = r.GetSummary("nv_x_summary_us", "X.", {{"model", "m"}}, *r.latency_summaries());
+  EXPECT_EQ(s, r.GetSummary("nv_x_summary_us", "X.", {{"model", "m"}}, {}));
+  s->Observe(64);
+  const std::string text = r.Exposition();
+  EXPECT_NE(text.find("# TYPE nv_x_summary_us summary\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("nv_x_summary_us{model=\"m\",quantile=\"0.5\"} 64.5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("nv_x_summary_us{model=\"m\",quantile=\"0.99\"} 64.5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("nv_x_summary_us_sum{model=\"m\"} 64\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("nv_x_summary_us_count{model=\"m\"} 1\n"), std::string::npos) << text;
+  r.Remove("nv_x_summary_us", {{"model", "m"}});
+  EXPECT_EQ(r.Exposition().find("nv_x_summary_us{"), std::string::npos);
+}
+
+TEST(MetricsConfigTest, TritonsSettings) {
+  auto none = ParseMetricsConfig({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  auto on = ParseMetricsConfig({"summary_quantiles=0.5:0.05,0.99:0.001", "summary_latencies=true"});
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  ASSERT_TRUE(on->has_value());
+  EXPECT_EQ((*on)->quantiles, (std::vector<double>{0.5, 0.99}));
+  auto defaults = ParseMetricsConfig({"summary_latencies=1"});
+  ASSERT_TRUE(defaults.ok() && defaults->has_value());
+  EXPECT_EQ((*defaults)->quantiles, (std::vector<double>{0.5, 0.9, 0.95, 0.99}));
+  auto off = ParseMetricsConfig({"summary_latencies=true", "summary_latencies=false"});
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->has_value());
+  for (const char* bad : {"summary_latencies", "summary_latencies=yes", "summary_quantiles=1.5:0.1",
+                          "summary_quantiles=", "summary_quantiles=0.5:0.1,x", "counter_latencies=false"}) {
+    auto parsed = ParseMetricsConfig({bad});
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
 }
 
 TEST(MetricsTest, ConcurrentIncrementsAreNotLost) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
+#include <optional>
 
 #include "model/model_config.h"
 
@@ -54,6 +55,16 @@ constexpr const char* kTritonHelp[] = {"Number of successful inference requests,
                                        "Cumulative compute input duration in microseconds (successful requests)",
                                        "Cumulative compute inference duration in microseconds (successful requests)",
                                        "Cumulative compute output duration in microseconds (successful requests)"};
+// Triton's latency summaries (--metrics-config summary_latencies=true), in the order of VersionMetrics::Triton's.
+constexpr const char* kTritonSummaries[] = {
+    "nv_inference_request_summary_us", "nv_inference_queue_summary_us", "nv_inference_compute_input_summary_us",
+    "nv_inference_compute_infer_summary_us", "nv_inference_compute_output_summary_us"};
+constexpr const char* kTritonSummaryHelp[] = {
+    "Summary of inference request duration in microseconds (successful requests)",
+    "Summary of inference queuing duration in microseconds (successful requests)",
+    "Summary of compute input duration in microseconds (successful requests)",
+    "Summary of compute inference duration in microseconds (successful requests)",
+    "Summary of compute output duration in microseconds (successful requests)"};
 constexpr const char* kTritonPending = "nv_inference_pending_request_count";
 constexpr const char* kTritonFailure = "nv_inference_request_failure";
 
@@ -100,6 +111,13 @@ VersionMetrics::VersionMetrics(MetricsRegistry* registry, const std::string& mod
   for (size_t i = 0; i < std::size(kTritonCounters); ++i) {
     *triton_counters[i] = registry->GetCounter(kTritonCounters[i], kTritonHelp[i], labels);
   }
+  if (std::optional<Summary::Options> summary = registry->latency_summaries()) {
+    Summary** triton_summaries[] = {&triton.request_summary, &triton.queue_summary, &triton.compute_input_summary,
+                                    &triton.compute_infer_summary, &triton.compute_output_summary};
+    for (size_t i = 0; i < std::size(kTritonSummaries); ++i) {
+      *triton_summaries[i] = registry->GetSummary(kTritonSummaries[i], kTritonSummaryHelp[i], labels, *summary);
+    }
+  }
   triton.pending = registry->GetGauge(kTritonPending,
                                       "Instantaneous number of pending requests awaiting execution per-model.", labels);
   for (size_t c = 0; c < triton.failures.size(); ++c) {
@@ -129,6 +147,7 @@ void VersionMetrics::Remove(MetricsRegistry* registry, const std::string& model,
     registry->Remove(name, labels);
   }
   for (const char* name : kTritonCounters) registry->Remove(name, labels);
+  for (const char* name : kTritonSummaries) registry->Remove(name, labels);
   registry->Remove(kTritonPending, labels);
   for (size_t c = 0; c < kStatusCodeCount; ++c) {
     registry->Remove(
@@ -151,6 +170,11 @@ void RecordSuccessTimes(VersionMetrics& metrics, const SuccessTimes& times) {
   metrics.triton.compute_input_us->Increment(MicrosDouble(times.compute_input));
   metrics.triton.compute_infer_us->Increment(MicrosDouble(times.compute_infer));
   metrics.triton.compute_output_us->Increment(MicrosDouble(times.compute_output));
+  if (metrics.triton.queue_summary == nullptr) return;
+  metrics.triton.queue_summary->Observe(MicrosDouble(times.queue));
+  metrics.triton.compute_input_summary->Observe(MicrosDouble(times.compute_input));
+  metrics.triton.compute_infer_summary->Observe(MicrosDouble(times.compute_infer));
+  metrics.triton.compute_output_summary->Observe(MicrosDouble(times.compute_output));
 }
 
 VersionStatistics ReadVersionStatistics(MetricsRegistry* registry, const std::string& model, int64_t version) {
@@ -190,6 +214,7 @@ void Complete(VersionMetrics& metrics, const InferenceRequest& request, Inferenc
   if (result.ok()) {
     metrics.success->Increment();
     metrics.triton.request_us->Increment(MicrosDouble(elapsed));
+    if (metrics.triton.request_summary != nullptr) metrics.triton.request_summary->Observe(MicrosDouble(elapsed));
     metrics.triton.success->Increment();
   } else {
     metrics.FailureCounter(result.status().code())->Increment();

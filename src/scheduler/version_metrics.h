@@ -46,6 +46,13 @@ struct VersionMetrics {
     Counter* compute_infer_us;   // nv_inference_compute_infer_duration_us: the execution
     Counter* compute_output_us;  // nv_inference_compute_output_duration_us: cutting and finishing the outputs
     Gauge* pending;              // nv_inference_pending_request_count: queued, not yet executing
+    // nv_inference_{request,queue,compute_input,compute_infer,compute_output}_summary_us: the same durations'
+    // quantiles, when the registry makes latency summaries; null otherwise.
+    Summary* request_summary = nullptr;
+    Summary* queue_summary = nullptr;
+    Summary* compute_input_summary = nullptr;
+    Summary* compute_infer_summary = nullptr;
+    Summary* compute_output_summary = nullptr;
     std::array<Counter*, kStatusCodeCount> failures{};  // nv_inference_request_failure by Triton's reason
   };
   Triton triton;

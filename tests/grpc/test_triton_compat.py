@@ -8,6 +8,7 @@ import json
 import os
 import re
 import struct
+import subprocess
 import threading
 import time
 import unittest
@@ -17,7 +18,7 @@ import zlib
 
 import numpy as np
 
-from weft_testing import (EXAMPLES, RPC_TIMEOUT, WeftServer, ensure_example_models, grpc, infer_request,
+from weft_testing import (BINARY, EXAMPLES, RPC_TIMEOUT, WeftServer, ensure_example_models, grpc, infer_request,
                           load_reference, pb)
 
 STAGES = ("queue", "compute_input", "compute_infer", "compute_output")
@@ -363,6 +364,32 @@ class TritonMetricsTest(unittest.TestCase):
         text = server.metrics()
         for reason in ("REJECTED", "CANCELED", "BACKEND"):
             self.assertIn(f'nv_inference_request_failure{{model="add_sub",version="1",reason="{reason}"}}', text)
+
+    def test_latency_summaries_when_asked_for(self):
+        summarised = WeftServer(extra_args=["--metrics-config", "summary_latencies=true",
+                                            "--metrics-config", "summary_quantiles=0.5:0.05,0.99:0.001"]).start()
+        try:
+            ref = load_reference("add_sub")
+            for _ in range(20):
+                summarised.stub.ModelInfer(infer_request("add_sub", ref["inputs"]), timeout=RPC_TIMEOUT)
+            labels = {"model": "add_sub", "version": "1"}
+            text = summarised.metrics()
+            self.assertIn("# TYPE nv_inference_request_summary_us summary", text)
+            for stage in ("request",) + STAGES:
+                name = f"nv_inference_{stage}_summary_us"
+                self.assertEqual(summarised.metric(name + "_count", **labels), 20, stage)
+                median = summarised.metric(name, quantile="0.5", **labels)
+                p99 = summarised.metric(name, quantile="0.99", **labels)
+                self.assertLessEqual(median, p99, stage)
+            self.assertGreater(summarised.metric("nv_inference_request_summary_us", quantile="0.5", **labels), 0)
+        finally:
+            self.assertEqual(summarised.stop(), 0)
+        self.assertNotIn("_summary_us", server.metrics())  # off by default, as in Triton
+        bad = subprocess.run([BINARY, "serve", "--model-repository", os.path.join(EXAMPLES, "models"),
+                              "--metrics-config", "summary_latencies=maybe"], capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("summary_latencies", bad.stderr)
 
     def test_a_flag_turns_them_off(self):
         quiet = WeftServer(extra_args=["--triton-metrics=false"]).start()
