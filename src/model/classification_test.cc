@@ -13,7 +13,7 @@ namespace {
 template <typename T>
 Tensor Values(DataType type, Shape shape, std::vector<T> values) {
   std::vector<std::byte> bytes(values.size() * sizeof(T));
-  std::memcpy(bytes.data(), values.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
   return Tensor::FromBytes("scores", type, std::move(shape), std::move(bytes));
 }
 
