@@ -76,6 +76,15 @@ void SetLogLevel(LogLevel level) {
 
 std::string_view LogFormatName(LogFormat format) { return format == LogFormat::kIso8601 ? "ISO8601" : "default"; }
 
+std::vector<std::pair<std::string_view, LogSettingValue>> NamedLogSettings(const LogSettings& settings) {
+  return {{"log_file", std::string()},
+          {"log_info", settings.info},
+          {"log_warning", settings.warning},
+          {"log_error", settings.error},
+          {"log_verbose_level", uint64_t{settings.verbose_level}},
+          {"log_format", std::string(LogFormatName(settings.format))}};
+}
+
 Status ApplyLogSetting(std::string_view name, const LogSettingValue& value, LogSettings* settings) {
   const std::string quoted = "log setting '" + std::string(name) + "'";
   auto flag = [&](bool* field) -> Status {

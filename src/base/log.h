@@ -5,7 +5,9 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "base/result.h"
 #include "base/status.h"
@@ -46,6 +48,9 @@ void SetLogLevel(LogLevel level);
 using LogSettingValue = std::variant<bool, uint64_t, std::string>;
 Status ApplyLogSetting(std::string_view name, const LogSettingValue& value, LogSettings* settings);
 std::string_view LogFormatName(LogFormat format);  // "default", "ISO8601"
+// Every setting by Triton's name, in the order the protocols list them: log_file (always ""), log_info,
+// log_warning, log_error, log_verbose_level, log_format.
+std::vector<std::pair<std::string_view, LogSettingValue>> NamedLogSettings(const LogSettings& settings);
 
 // Writes one line "<time> <level> <file>:<line>] <message>" to stderr atomically.
 void WriteLogLine(LogLevel level, std::string_view file, int line, std::string_view message);

@@ -312,13 +312,16 @@ GrpcInferenceService::Reactor* GrpcInferenceService::LogSettings(Context* c, con
   });
   if (!now.ok()) return Answer(c, GrpcEndpoint::kLogSettings, now.status());
   if (!q->settings().empty()) WEFT_LOG(Warning) << "log settings changed over gRPC";
-  auto& out = *r->mutable_settings();
-  out["log_file"].set_string_param("");
-  out["log_info"].set_bool_param(now->info);
-  out["log_warning"].set_bool_param(now->warning);
-  out["log_error"].set_bool_param(now->error);
-  out["log_verbose_level"].set_uint32_param(now->verbose_level);
-  out["log_format"].set_string_param(std::string(LogFormatName(now->format)));
+  for (const auto& [name, value] : NamedLogSettings(*now)) {
+    LogSettingsResponse::SettingValue& out = (*r->mutable_settings())[std::string(name)];
+    if (const bool* flag = std::get_if<bool>(&value)) {
+      out.set_bool_param(*flag);
+    } else if (const uint64_t* number = std::get_if<uint64_t>(&value)) {
+      out.set_uint32_param(static_cast<uint32_t>(*number));  // a verbose level: a uint32 in LogSettings
+    } else {
+      out.set_string_param(std::get<std::string>(value));
+    }
+  }
   return Answer(c, GrpcEndpoint::kLogSettings, Status::Ok());
 }
 

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <boost/beast/core/string.hpp>
 #include <cctype>
 #include <charconv>
 #include <cstring>
@@ -20,12 +21,6 @@ constexpr int kDetectWindow = 15 + 32;
 // zlib counts in uInt; feed it at most this much per call.
 constexpr size_t kMaxStep = size_t{1} << 30;
 constexpr size_t kInflateChunk = size_t{64} << 10;
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -62,9 +57,9 @@ std::string_view ContentCodingName(ContentCoding coding) {
 
 std::optional<ContentCoding> ParseContentEncoding(std::string_view header) {
   header = Trim(header);
-  if (header.empty() || EqualsIgnoringCase(header, "identity")) return ContentCoding::kIdentity;
-  if (EqualsIgnoringCase(header, "gzip") || EqualsIgnoringCase(header, "x-gzip")) return ContentCoding::kGzip;
-  if (EqualsIgnoringCase(header, "deflate")) return ContentCoding::kDeflate;
+  if (header.empty() || boost::beast::iequals(header, "identity")) return ContentCoding::kIdentity;
+  if (boost::beast::iequals(header, "gzip") || boost::beast::iequals(header, "x-gzip")) return ContentCoding::kGzip;
+  if (boost::beast::iequals(header, "deflate")) return ContentCoding::kDeflate;
   return std::nullopt;
 }
 
@@ -78,8 +73,8 @@ ContentCoding ChooseResponseCoding(std::string_view accept_encoding) {
     std::string_view name = Trim(entry.substr(0, semi));
     std::optional<double> q = QualityOf(semi == std::string_view::npos ? std::string_view() : entry.substr(semi + 1));
     if (!q) continue;
-    if (EqualsIgnoringCase(name, "gzip") || EqualsIgnoringCase(name, "x-gzip")) gzip = q;
-    if (EqualsIgnoringCase(name, "deflate")) deflate = q;
+    if (boost::beast::iequals(name, "gzip") || boost::beast::iequals(name, "x-gzip")) gzip = q;
+    if (boost::beast::iequals(name, "deflate")) deflate = q;
     if (name == "*") any = q;
   }
   auto accepted = [&](const std::optional<double>& named) { return named ? *named > 0 : any && *any > 0; };

@@ -139,7 +139,7 @@ std::optional<Route> MatchRoute(std::string_view path) {
   if (s[1] == "systemsharedmemory") return MatchSharedMemoryRoute(s);
   if (s[1] == "cudasharedmemory") {
     route.endpoint = Endpoint::kSharedMemory;
-    route.action = "cuda";  // every method and path under it: 501, by HandleSharedMemory
+    route.action = "cuda";  // every method and path under it: 501, answered in Handle before the method check
     return route;
   }
   if (s[1] == "repository") return MatchRepositoryRoute(s);

@@ -44,18 +44,16 @@ std::string EncodeLogSettings(const LogSettings& settings) {
   std::string out;
   JsonWriter json(&out);
   json.BeginObject();
-  json.Key("log_file");
-  json.String("");
-  json.Key("log_info");
-  json.Bool(settings.info);
-  json.Key("log_warning");
-  json.Bool(settings.warning);
-  json.Key("log_error");
-  json.Bool(settings.error);
-  json.Key("log_verbose_level");
-  json.Uint(settings.verbose_level);
-  json.Key("log_format");
-  json.String(LogFormatName(settings.format));
+  for (const auto& [name, value] : NamedLogSettings(settings)) {
+    json.Key(name);
+    if (const bool* flag = std::get_if<bool>(&value)) {
+      json.Bool(*flag);
+    } else if (const uint64_t* number = std::get_if<uint64_t>(&value)) {
+      json.Uint(*number);
+    } else {
+      json.String(std::get<std::string>(value));
+    }
+  }
   json.EndObject();
   return out;
 }
