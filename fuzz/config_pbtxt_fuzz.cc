@@ -64,7 +64,9 @@ void Serve(Result<ModelConfig> config) {
   WEFT_CHECK(ValidateModelConfig(*config).ok()) << "a config that loaded does not validate";
   // The rollout policy the live repository reads from its parameters: a policy it accepts validates.
   Result<std::optional<RolloutSpec>> policy = ParseRolloutPolicy(*config);
-  if (policy.ok() && *policy) WEFT_CHECK(ValidateRolloutSpec(**policy).ok()) << "a rollout policy does not validate";
+  if (policy.ok() && *policy) {
+    WEFT_CHECK(ValidateRolloutSpec(**policy).ok()) << "a rollout policy does not validate";
+  }
   // Empty, one byte, one element, and one that fits the first input.
   const uint64_t element = std::max<uint64_t>(1, DataTypeSize(config->inputs.front().data_type));
   for (uint64_t size : {uint64_t{0}, uint64_t{1}, element, FittingRawBodySize(*config)}) {

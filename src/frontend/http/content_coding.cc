@@ -3,13 +3,14 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <boost/beast/core/string.hpp>
 #include <cctype>
 #include <charconv>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "base/ascii.h"
 
 namespace weft {
 namespace {
@@ -57,9 +58,9 @@ std::string_view ContentCodingName(ContentCoding coding) {
 
 std::optional<ContentCoding> ParseContentEncoding(std::string_view header) {
   header = Trim(header);
-  if (header.empty() || boost::beast::iequals(header, "identity")) return ContentCoding::kIdentity;
-  if (boost::beast::iequals(header, "gzip") || boost::beast::iequals(header, "x-gzip")) return ContentCoding::kGzip;
-  if (boost::beast::iequals(header, "deflate")) return ContentCoding::kDeflate;
+  if (header.empty() || EqualsIgnoringAsciiCase(header, "identity")) return ContentCoding::kIdentity;
+  if (EqualsIgnoringAsciiCase(header, "gzip") || EqualsIgnoringAsciiCase(header, "x-gzip")) return ContentCoding::kGzip;
+  if (EqualsIgnoringAsciiCase(header, "deflate")) return ContentCoding::kDeflate;
   return std::nullopt;
 }
 
@@ -73,8 +74,8 @@ ContentCoding ChooseResponseCoding(std::string_view accept_encoding) {
     std::string_view name = Trim(entry.substr(0, semi));
     std::optional<double> q = QualityOf(semi == std::string_view::npos ? std::string_view() : entry.substr(semi + 1));
     if (!q) continue;
-    if (boost::beast::iequals(name, "gzip") || boost::beast::iequals(name, "x-gzip")) gzip = q;
-    if (boost::beast::iequals(name, "deflate")) deflate = q;
+    if (EqualsIgnoringAsciiCase(name, "gzip") || EqualsIgnoringAsciiCase(name, "x-gzip")) gzip = q;
+    if (EqualsIgnoringAsciiCase(name, "deflate")) deflate = q;
     if (name == "*") any = q;
   }
   auto accepted = [&](const std::optional<double>& named) { return named ? *named > 0 : any && *any > 0; };

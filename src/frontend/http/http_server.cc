@@ -25,6 +25,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/ascii.h"
 #include "base/json_string.h"
 #include "base/log.h"
 #include "base/retry.h"
@@ -306,7 +307,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     idle_closing_ = false;
     arrival_ = std::chrono::steady_clock::now();
     const auto& message = parser_->get();
-    if (!parser_->is_done() && beast::iequals(message[http::field::expect], "100-continue")) {
+    if (!parser_->is_done() && EqualsIgnoringAsciiCase(message[http::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
                        [self = shared_from_this()](error_code ec, size_t) {
