@@ -159,7 +159,9 @@ class RolloutTest(unittest.TestCase):
             save(Affine(2.0, 1.0, work=2), os.path.join(cls.root, name, "1", "model.pt"))
         # The candidates of the API's rollouts are there from the start: the API loads them beside version 1.
         save(Affine(3.0, 1.0, work=2), os.path.join(cls.root, "wrong", "2", "model.pt"))
-        save(Affine(2.0, 1.0, work=16), os.path.join(cls.root, "slow", "2", "model.pt"))
+        # 24 times the primary's work: its p50 is some 20 times the primary's, so that its p99 stays over 1.5 times the
+        # primary's even when other tests load the machine (at 8 times the work, a busy run saw only 1.41).
+        save(Affine(2.0, 1.0, work=48), os.path.join(cls.root, "slow", "2", "model.pt"))
         save(Affine(2.0, 1.0, fail=True), os.path.join(cls.root, "failing", "2", "model.pt"))
         save(Affine(2.0, 1.0, work=2, twice=True), os.path.join(cls.root, "deleted", "2", "model.pt"))
         # Versions 1 only, until a rollout asks for more.
