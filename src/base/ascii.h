@@ -4,7 +4,7 @@
 
 namespace weft {
 
-// Case-insensitive ASCII equality for header tokens ("gzip", "100-continue"). Written here because Boost 1.74's
+// Case-insensitive ASCII equality for header tokens ("gzip", "100-continue"). Written here because Boost 1.81's
 // beast::iequals (Debian 12) reads one byte past both strings when they differ only in case at the last
 // character; the content_coding fuzz target found it with "GZIP".
 constexpr bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b) {
