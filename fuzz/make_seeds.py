@@ -444,6 +444,54 @@ def content_coding_seeds():
         write("content_coding", name, (encoding + "\n" + accept + "\n").encode() + data)
 
 
+# --- trace_context: "<traceparent>\n<tracestate>\n<settings body, or --trace-config values one per line>" ---------
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+# Every setting by its API name (trace/trace_settings.h), at a value that applies.
+TRACE_API_SETTINGS = {
+    "trace_mode": "opentelemetry", "trace_level": ["TIMESTAMPS"], "trace_rate": "10", "trace_count": "-1",
+    "trace_file": "", "log_frequency": "0", "parent_based": "true",
+    "opentelemetry_url": "http://localhost:4318/v1/traces",
+    "opentelemetry_resource": ["service.name=weft", "host.name=a=b"],
+    "opentelemetry_bsp_max_queue_size": "2048", "opentelemetry_bsp_max_export_batch_size": "512",
+    "opentelemetry_bsp_schedule_delay": "5000"}
+# Every --trace-config form, at a value that parses.
+TRACE_FLAGS = ["mode=opentelemetry", "level=TIMESTAMPS", "rate=1000", "count=-1", "parent_based=false",
+               "triton,file=/tmp/trace.json", "triton,log-frequency=10", "log_frequency=5",
+               "opentelemetry,url=http://collector:4318/v1/traces", "opentelemetry,resource=service.name=det",
+               "opentelemetry,resource=k=v", "opentelemetry,bsp_max_queue_size=1000000",
+               "opentelemetry,bsp_max_export_batch_size=1000", "opentelemetry,bsp_schedule_delay=600000"]
+
+
+def trace(name, traceparent, tracestate, rest):
+    if isinstance(rest, (dict, list)):
+        rest = j(rest)
+    write("trace_context", name, traceparent + "\n" + tracestate + "\n" + rest)
+
+
+def trace_context_seeds():
+    members = ",".join("k%d=v" % i for i in range(32))
+    trace("spec_example", TRACEPARENT, "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
+          {"trace_rate": "10", "trace_level": ["TIMESTAMPS"]})
+    trace("every_api_setting", " \t" + TRACEPARENT[:-2] + "00\t", "a=1, ,\tb=2,,", TRACE_API_SETTINGS)
+    trace("model_update", "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-the-future-holds",
+          "tenant@system=x,0t@s=1", {"trace_rate": None, "trace_count": 5, "trace_level": ["OFF"]})
+    trace("refusals", TRACEPARENT.upper(), "A=1,a=1,a=2",
+          {"trace_rate": 1.5, "trace_level": ["OFF", "TIMESTAMPS"], "trace_file": "/etc/passwd"})
+    trace("batch_over_queue", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", members,
+          {"opentelemetry_bsp_max_queue_size": "10", "parent_based": False, "trace_count": -2})
+    trace("server_wide_for_a_model", "ff" + TRACEPARENT[2:], members + ",k32=v",
+          {"trace_mode": "triton", "trace_level": None})
+    trace("tracestate_512", TRACEPARENT[:-2] + "03", "a=" + "x" * 254 + ",b=" + "y" * 253,
+          {"trace_rate": "4294967296", "opentelemetry_url": "https://h"})
+    trace("long_keys", "01" + TRACEPARENT[2:] + "-x", "t" * 241 + "@" + "s" * 14 + "=1," + "k" * 256 + "=v",
+          {"opentelemetry_resource": ["a=1", "a=2", "b"], "trace_level": []})
+    trace("trace_config", TRACEPARENT, "", "\n".join(TRACE_FLAGS))
+    trace("trace_config_refusals", TRACEPARENT, "",
+          "\n".join(["level=TENSORS", "rate=4294967297", "triton,url=http://h", "jaeger,rate=1",
+                     "count=9223372036854775808", "opentelemetry,url=https://h", "bsp_max_queue_size=10"]))
+
+
 # --- dictionaries: words libFuzzer splices into inputs ------------------------------------------------------------
 
 DATATYPES = [t for t, _, _ in EVERY_TYPE]
@@ -500,6 +548,18 @@ def dictionaries():
     write_dict("content_coding.dict", "content_coding_fuzz: coding names and Accept-Encoding syntax.",
                ["gzip", "x-gzip", "deflate", "identity", "*", "q=", ";q=0", ";q=1", ";q=0.5", ", ", "\n",
                 "\x1f\x8b\x08\x00", "\x78\x9c", "\x78\x01", "\x78\xda"])
+    write_dict("trace.dict", "trace_context_fuzz: trace context syntax, trace setting names and values.",
+               ["00-", "-01", "-00", "cc-", "ff-", "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7",
+                "00000000000000000000000000000000", "0000000000000000", "\n", "\t", " ", ",", "=", "@", "*", "/"]
+               + ['"%s"' % k for k in TRACE_API_SETTINGS]
+               + ["mode", "level", "rate", "count", "parent_based", "file", "log-frequency", "log_frequency", "url",
+                  "resource", "bsp_max_queue_size", "bsp_max_export_batch_size", "bsp_schedule_delay", "triton,",
+                  "opentelemetry,", "triton", "opentelemetry"]
+               + ["OFF", "TIMESTAMPS", "TENSORS", "true", "false", "null", "http://", "https://", "service.name="]
+               + ["-1", "-2", "0", "1", "512", "2048", "1000000", "1000001", "600000", "600001", "4294967296",
+                  "4294967297", "9223372036854775807", "9223372036854775808", "18446744073709551615",
+                  "18446744073709551616", "1.5"]
+               + ['":', '": "', '": [', '"]', '", "', "{}", "[]"])
     write_dict("grpc.dict", "grpc_infer_request_fuzz: strings of inference.ModelInferRequest.",
                REQUEST_WORDS + ["1", "7", "-1", "0"]
                + [varint(n).decode("latin-1") for n in (2**61, 2**61 + 1, 2**62, 2**62 + 1, 2**62 + 2, 2**63 - 1)]
@@ -542,6 +602,7 @@ def main():
     shm_seeds()
     config_seeds()
     content_coding_seeds()
+    trace_context_seeds()
     dictionaries()
     for target in sorted(CORPUS.iterdir()):
         files = list(target.iterdir())

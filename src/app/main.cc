@@ -177,6 +177,10 @@ int main(int argc, char** argv) {
                         "Triton's metrics settings, <name>=<value>, repeatable: summary_latencies=true adds "
                         "latency summaries (nv_inference_*_summary_us), summary_quantiles=0.5:0.05,0.99:0.001 sets "
                         "their quantiles");
+  serve_cmd->add_option("--trace-config", serve.trace_config,
+                        "Request tracing, Triton's settings, repeatable: level=TIMESTAMPS turns it on, rate=N traces "
+                        "one request in N, count=N stops after N, mode=triton|opentelemetry, triton,file=PATH, "
+                        "opentelemetry,url=URL, opentelemetry,resource=KEY=VALUE (docs/tracing.md)");
   serve_cmd->add_option("--http-address", serve.http_address, "Address the HTTP, gRPC and metrics ports bind to")
       ->capture_default_str();
   serve_cmd->add_flag("--allow-shared-memory", serve.allow_shared_memory,

@@ -26,6 +26,8 @@
 #include "metrics/metrics.h"
 #include "metrics/metrics_config.h"
 #include "repository/pbtxt/config_pbtxt.h"
+#include "trace/trace_settings.h"
+#include "trace/tracer.h"
 
 namespace weft {
 namespace {
@@ -159,6 +161,12 @@ int RunServe(const ServeOptions& options) {
     return 1;
   }
 
+  Result<TraceSettings> trace_settings = ParseTraceConfig(options.trace_config);
+  if (!trace_settings.ok()) {
+    WEFT_LOG(Error) << "--trace-config: " << trace_settings.status().message();
+    return 1;
+  }
+
   auto device = OpenServeDevice(options);
   if (!device.ok()) {
     WEFT_LOG(Error) << "cannot open the device: " << device.status().message();
@@ -167,6 +175,8 @@ int RunServe(const ServeOptions& options) {
   WEFT_LOG(Info) << "device: " << (*device)->Describe();
   MetricsRegistry metrics;  // the device outlives the engine: declared before it
   metrics.SetLatencySummaries(*latency_summaries);
+  // Outlives the engine and the frontends (the requests' traces hold its core, not it).
+  Tracer tracer(*trace_settings, &metrics);
   // Destroyed by the shutdown thread, which the main thread does not wait for past the exit timeout.
   auto engine = std::make_unique<Engine>(Engine::Options{.max_queue_per_model = options.max_queue_per_model,
                                                          .max_queued_bytes = options.max_queued_bytes,
@@ -204,11 +214,13 @@ int RunServe(const ServeOptions& options) {
   InferenceService inference(engine.get(), &metrics,
                              {.shared_memory = shared_memory.get(),
                               .repository = repository.get(),
-                              .max_inflated_body_bytes = options.max_request_body_bytes});
+                              .max_inflated_body_bytes = options.max_request_body_bytes,
+                              .tracer = &tracer});
   MetricsService metrics_service(&metrics, {.triton_families = options.triton_metrics});
   GrpcServer grpc({.address = options.http_address,
                    .port = options.grpc_port,
-                   .max_message_bytes = static_cast<int64_t>(options.max_request_body_bytes)},
+                   .max_message_bytes = static_cast<int64_t>(options.max_request_body_bytes),
+                   .tracer = &tracer},
                   engine.get(), &metrics, shared_memory.get(), repository.get());
 
   HttpServer http({.address = options.http_address,

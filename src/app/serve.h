@@ -15,6 +15,7 @@ struct ServeOptions {
   uint16_t metrics_port = 8002;
   bool triton_metrics = true;               // Triton's nv_* families on /metrics beside weft's own
   std::vector<std::string> metrics_config;  // Triton's --metrics-config settings (metrics/metrics_config.h)
+  std::vector<std::string> trace_config;    // Triton's --trace-config settings (trace/trace_settings.h)
   int http_threads = 2;
   size_t max_request_body_bytes = 64ull << 20;
   // Requests queued per model version; 0 = unbounded; the default (Engine::Options::kDefaultQueueBound) is 16

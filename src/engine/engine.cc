@@ -37,7 +37,7 @@ class LaneExecutor final : public InstanceExecutor {
     lane_->Submit(
         std::move(inputs),
         [done = std::move(done)](Result<std::vector<Tensor>> outputs, const BatchTiming& timing) {
-          done(std::move(outputs), ExecutionTiming{timing.start, timing.end});
+          done(std::move(outputs), ExecutionTiming{timing.start, timing.end, timing.stream, timing.device});
         },
         /*may_run_here=*/!background, background);
   }
@@ -416,6 +416,7 @@ struct Engine::Impl {
   void SendShadow(const std::shared_ptr<const RolloutRoute>& rollout, const VersionHandle& target, RolloutArm arm,
                   const InferenceRequest& request, std::shared_ptr<ShadowComparison> comparison) {
     auto copy = std::make_unique<InferenceRequest>(request);
+    copy->trace.reset();  // the client's trace ends with the client's answer
     copy->cancel = std::make_shared<CancelToken>();
     copy->deadline.reset();
     const std::optional<DynamicBatchingConfig>& batching = target->config().dynamic_batching;
@@ -655,6 +656,15 @@ void Engine::RemoveModel(const std::string& name) {
 std::shared_ptr<const RoutingTable> Engine::Table() const { return impl_->LoadTable(); }
 
 void Engine::Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback on_done) {
+  if (request->trace) {
+    request->trace->SetRequest(request->id, request->priority);
+    on_done = [trace = request->trace, on_done = std::move(on_done)](Result<InferenceResponse> result) {
+      trace->Stamp(TraceStage::kRequestEnd);
+      if (result.ok()) trace->SetModel(result->model_name, result->model_version);
+      trace->SetOutcome(result.status());
+      on_done(std::move(result));
+    };
+  }
   std::shared_ptr<const RoutingTable> table = impl_->LoadTable();
   auto found = Impl::Find(*table, request->model_name, request->model_version);
   if (!found.ok()) {

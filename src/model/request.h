@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/result.h"
 #include "tensor/tensor.h"
+#include "trace/tracer.h"
 
 namespace weft {
 
@@ -77,6 +78,8 @@ struct InferenceRequest {
   // that nothing else wants (the device's background stream), so it never takes a core from requests that answer
   // clients.
   bool background = false;
+  // Set when the request is sampled for tracing (Tracer::MaybeStart); every stage it passes stamps it.
+  std::shared_ptr<RequestTrace> trace;
 };
 
 struct InferenceResponse {

@@ -230,7 +230,7 @@ void Lane::Submit(std::vector<Tensor> inputs, BatchDone done, bool may_run_here,
     Result<std::vector<Tensor>> outputs = std::move(state->outputs);
     // A device error (a kernel fault) after a launch that went well replaces the outputs.
     if (!completion.status.ok() && outputs.ok()) outputs = completion.status;
-    done(std::move(outputs), BatchTiming{completion.start, completion.end});
+    done(std::move(outputs), BatchTiming{completion.start, completion.end, &pooled->name, &mux_->device_->name()});
     ReleaseSlot();
   };
   work.may_run_on_caller = may_run_here && !background;

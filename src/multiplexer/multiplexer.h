@@ -63,6 +63,9 @@ struct MultiplexerOptions {
 struct BatchTiming {
   SteadyTime start;  // the device began the batch
   SteadyTime end;    // and finished it
+  // The stream it ran on and its device, by name; valid during the completion callback.
+  const std::string* stream = nullptr;
+  const std::string* device = nullptr;
 };
 using BatchDone = std::function<void(Result<std::vector<Tensor>> outputs, const BatchTiming& timing)>;
 

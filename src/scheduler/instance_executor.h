@@ -15,6 +15,9 @@ namespace weft {
 struct ExecutionTiming {
   SteadyTime start;
   SteadyTime end;
+  // Where it ran, for traces; null when unknown. Valid during the completion callback.
+  const std::string* stream = nullptr;
+  const std::string* device = nullptr;
 };
 using ExecutionDone = std::function<void(Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing)>;
 

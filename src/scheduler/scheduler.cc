@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "scheduler/batch_tensors.h"
+#include "trace/trace_context.h"
 
 namespace weft {
 namespace {
@@ -121,6 +122,7 @@ void Scheduler::Submit(Work work) {
   entry->inputs = std::move(work.inputs);
   entry->on_done = std::move(work.on_done);
   entry->enqueued = now;
+  if (RequestTrace* trace = entry->request->trace.get()) trace->Stamp(TraceStage::kQueueStart, now);
   entry->batch_size = BatchSize(config_, entry->inputs);
   if (batch_policy_.dynamic_batching) {
     // Inputs that cannot be joined get a key no other request has.
@@ -220,6 +222,10 @@ struct Scheduler::InFlight {
   std::vector<int64_t> batch_sizes;
   int64_t items = 0;
   std::chrono::nanoseconds compute_input{0};  // gathering the inputs into one batch
+  // When a request of the batch is traced: the batch's own span (one per batch, in a trace of its own, linked both
+  // ways with the requests' compute spans), and when the batch was formed.
+  std::optional<std::pair<TraceId, SpanId>> trace;
+  SteadyTime formed;
   // A first attempt of several requests keeps its joined inputs (another reference, no copy) until it completes:
   // should it run out of memory, each request gets its inputs back from them as views for the retry.
   std::vector<Tensor> inputs;
@@ -564,7 +570,17 @@ void Scheduler::Dispatch(size_t instance, InstanceExecutor* executor, Entries ba
   }
   const SteadyTime join_start = std::chrono::steady_clock::now();
   std::vector<Tensor> joined = JoinInputs(parts);
-  inflight->compute_input = std::chrono::steady_clock::now() - join_start;
+  const SteadyTime join_end = std::chrono::steady_clock::now();
+  inflight->compute_input = join_end - join_start;
+  inflight->formed = join_start;
+  for (auto& e : batch) {
+    RequestTrace* trace = e->request->trace.get();
+    if (trace == nullptr) continue;
+    if (!inflight->trace) inflight->trace.emplace(NewTraceId(), NewSpanId());
+    trace->Stamp(TraceStage::kComputeStart, join_start);
+    trace->Stamp(TraceStage::kComputeInputEnd, join_end);
+    trace->JoinBatch(inflight->trace->first, inflight->trace->second, inflight->items);
+  }
   // The executor holds what the backend reads (the joined copy, or the one request's own tensors) until the
   // execution completes; the requests' references go now, so a joined batch frees the request bytes at once.
   for (auto& e : batch) e->inputs.clear();
@@ -669,6 +685,11 @@ void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, 
       }
       mine = std::move(finished).value();
     }
+    if (RequestTrace* trace = e.request->trace.get()) {
+      trace->Stamp(TraceStage::kInferStart, timing.start);
+      trace->Stamp(TraceStage::kComputeOutputStart, timing.end);
+      trace->Stamp(TraceStage::kComputeEnd);
+    }
     RecordSuccessTimes(metrics_, {.queue = e.queued,
                                   .compute_input = inflight.compute_input,
                                   .compute_infer = timing.end - timing.start,
@@ -680,6 +701,7 @@ void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, 
     response.outputs = std::move(mine);
     Answer(e, std::move(response));
   }
+  if (inflight.trace) ExportBatchSpan(inflight, outputs.status(), timing);
   if (outputs.ok() && split.ok()) {
     auto add = [](StatisticDuration& d, SteadyTime::duration took) {
       ++d.count;
@@ -693,6 +715,37 @@ void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, 
     add(stats.compute_infer, timing.end - timing.start);
     add(stats.compute_output, output_time);
   }
+}
+
+void Scheduler::ExportBatchSpan(const InFlight& inflight, const Status& outcome, const ExecutionTiming& timing) {
+  const RequestTrace* first = nullptr;
+  SpanData span;
+  span.trace_id = inflight.trace->first;
+  span.span_id = inflight.trace->second;
+  span.name = "batch " + config_.name;
+  for (const auto& e : inflight.entries) {
+    const RequestTrace* trace = e->request->trace.get();
+    if (trace == nullptr) continue;
+    if (first == nullptr) first = trace;
+    span.links.push_back({trace->trace_id(), trace->server_span_id(), {}});
+  }
+  if (first == nullptr) return;
+  span.start_unix_ns = first->WallNs(inflight.formed);
+  span.end_unix_ns = first->WallNs(std::chrono::steady_clock::now());
+  span.attributes = {{"weft.model", config_.name},
+                     {"weft.model_version", options_.version},
+                     {"weft.batch_size", inflight.items},
+                     {"weft.batch_requests", static_cast<int64_t>(inflight.entries.size())},
+                     {"weft.instance", static_cast<int64_t>(instances_[inflight.instance].number)},
+                     {"weft.compute_infer_ns", static_cast<int64_t>((timing.end - timing.start).count())}};
+  if (timing.stream != nullptr) span.attributes.emplace_back("weft.stream", *timing.stream);
+  if (timing.device != nullptr) span.attributes.emplace_back("weft.device", *timing.device);
+  if (inflight.attempt == Attempt::kRetry) span.attributes.emplace_back("weft.retry_after_oom", true);
+  if (!outcome.ok()) {
+    span.status = SpanData::StatusCode::kError;
+    span.status_message = outcome.message();
+  }
+  first->Export(std::move(span));
 }
 
 std::vector<BatchStatistics> Scheduler::ExecutionsByBatchSize() const {

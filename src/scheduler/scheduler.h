@@ -168,6 +168,8 @@ class Scheduler {
   void Dispatch(size_t instance, InstanceExecutor* executor, Entries batch, Attempt attempt);
   // On the executor's completion: metrics, outputs split back, answers.
   void Finish(InFlight& batch, Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing);
+  // The span of a batch that holds a traced request, to that request's exporter.
+  void ExportBatchSpan(const InFlight& batch, const Status& outcome, const ExecutionTiming& timing);
   // After `batch` ran out of memory: caps its instance's batches and, when it may be split, gives each request its
   // inputs back and queues the two halves for the instance's thread (the executor's slot is still held here, so
   // they cannot be submitted now). Returns whether it took the requests; if not, the caller answers them.

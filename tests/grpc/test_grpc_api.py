@@ -112,11 +112,21 @@ class HealthAndMetadataTest(unittest.TestCase):
         watch.cancel()
 
     def test_unimplemented_extensions(self):
-        for call, request in ((server.stub.CudaSharedMemoryStatus, pb.CudaSharedMemoryStatusRequest()),
-                              (server.stub.TraceSetting, pb.TraceSettingRequest())):
-            with self.assertRaises(grpc.RpcError) as e:
-                call(request, timeout=RPC_TIMEOUT)
-            self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.CudaSharedMemoryStatus(pb.CudaSharedMemoryStatusRequest(), timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+
+    def test_trace_settings_are_read_and_refused_when_bad(self):
+        reply = server.stub.TraceSetting(pb.TraceSettingRequest(), timeout=RPC_TIMEOUT)
+        self.assertEqual(list(reply.settings["trace_level"].value), ["OFF"])
+        self.assertEqual(list(reply.settings["trace_rate"].value), ["1000"])
+        bad = pb.TraceSettingRequest(settings={"trace_rate": pb.TraceSettingRequest.SettingValue(value=["x"])})
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.TraceSetting(bad, timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.TraceSetting(pb.TraceSettingRequest(model_name="nope"), timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
 
 
 class StartupTest(unittest.TestCase):

@@ -23,7 +23,8 @@ struct GrpcServer::Impl {
                                 .encoder = &encoder,
                                 .inline_encode_bytes = options.inline_encode_bytes,
                                 .max_stream_in_flight = std::max<size_t>(1, options.max_stream_in_flight),
-                                .streams = &streams},
+                                .streams = &streams,
+                                .tracer = options.tracer},
                   shared_memory, repository, {}),
         health(engine, &counters) {}
 

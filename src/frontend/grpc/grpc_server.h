@@ -29,6 +29,7 @@ class GrpcServer {
     size_t inline_encode_bytes = 64 << 10;          // responses up to this are built on the engine's thread
     size_t max_stream_in_flight = 64;               // unanswered requests per ModelStreamInfer call
     std::chrono::milliseconds drain_timeout{5000};  // Stop() waits this long for calls, then cancels them
+    Tracer* tracer = nullptr;  // samples ModelInfer calls and answers TraceSetting; null: off. Must outlive the server.
   };
 
   // `engine` and `metrics` must outlive the server; `shared_memory` too, or null when the extension is off;

@@ -46,13 +46,25 @@ namespace {
 // comes only after Finish, which is the last thing the engine's callback does).
 class InferReactor final : public grpc::ServerUnaryReactor {
  public:
-  explicit InferReactor(std::shared_ptr<CancelToken> cancel) : cancel_(std::move(cancel)) {}
+  InferReactor(std::shared_ptr<CancelToken> cancel, std::shared_ptr<RequestTrace> trace)
+      : cancel_(std::move(cancel)), trace_(std::move(trace)) {}
   void OnCancel() override { cancel_->Cancel(); }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    if (trace_) trace_->End();
+    delete this;
+  }
 
  private:
   const std::shared_ptr<CancelToken> cancel_;
+  const std::shared_ptr<RequestTrace> trace_;
 };
+
+// The value of a metadata key, empty when absent.
+std::string_view MetadataValue(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                               std::string_view key) {
+  auto it = metadata.find(grpc::string_ref(key.data(), key.size()));
+  return it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+}
 
 Status RepositoryOff() { return Unimplemented("the model repository extension is not enabled on this server"); }
 
@@ -104,7 +116,7 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ServerMetadata(Context* c, 
                                                                     ServerMetadataResponse* r) {
   r->set_name(options_.server_name);
   r->set_version(options_.server_version.empty() ? WEFT_VERSION : options_.server_version);
-  for (const char* e : {"classification", "logging", "model_configuration", "parameters", "statistics"})
+  for (const char* e : {"classification", "logging", "model_configuration", "parameters", "statistics", "trace"})
     r->add_extensions(e);
   if (shared_memory_) r->add_extensions("system_shared_memory");
   if (repository_) {
@@ -153,7 +165,13 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ModelInfer(Context* c, cons
   std::unique_ptr<InferenceRequest> request = std::move(decoded->request);
   ApplyCallDeadline(c->deadline(), request.get());
   ApplyRouteKey(c->client_metadata(), request.get());
-  auto* reactor = new InferReactor(request->cancel);
+  if (services_.tracer != nullptr) {
+    request->trace = services_.tracer->MaybeStart(request->model_name, TraceProtocol::kGrpc,
+                                                  MetadataValue(c->client_metadata(), "traceparent"),
+                                                  MetadataValue(c->client_metadata(), "tracestate"), arrival);
+    if (request->trace) request->trace->Stamp(TraceStage::kRequestStart);
+  }
+  auto* reactor = new InferReactor(request->cancel, request->trace);
   struct Pending {
     std::vector<std::string> requested;
     SharedMemoryOutputs shared_memory_outputs;
@@ -162,15 +180,17 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ModelInfer(Context* c, cons
   auto pending = std::make_shared<Pending>(Pending{
       request->requested_outputs, std::move(decoded->shared_memory_outputs), std::move(decoded->shared_memory_inputs)});
   const InferServices* services = &services_;
+  std::shared_ptr<RequestTrace> trace = request->trace;
   services_.engine->Submit(
-      std::move(request), [services, c, reactor, response, pending](Result<InferenceResponse> result) {
-        EncodeSoonAfter(*services, result, [services, c, reactor, response, pending, result] {
+      std::move(request), [services, c, reactor, response, pending, trace](Result<InferenceResponse> result) {
+        EncodeSoonAfter(*services, result, [services, c, reactor, response, pending, trace, result] {
           Status status = result.ok()
                               ? EncodeModelInferResponse(*result, pending->requested, pending->shared_memory_outputs,
                                                          pending->shared_memory_inputs, response)
                               : result.status();
           services->counters->Count(GrpcEndpoint::kInfer, status.code());
           AddRetryAfter(status, c);
+          if (trace) trace->Stamp(TraceStage::kSendStart);
           reactor->Finish(ToGrpcStatus(status));
         });
       });
@@ -288,9 +308,42 @@ GrpcInferenceService::Reactor* GrpcInferenceService::CudaSharedMemoryUnregister(
   return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("CUDA shared memory is not supported"));
 }
 
-GrpcInferenceService::Reactor* GrpcInferenceService::TraceSetting(Context* c, const TraceSettingRequest*,
-                                                                  TraceSettingResponse*) {
-  return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("the trace extension is not supported"));
+// Triton's trace extension: the settings a request names are applied (all or none; an empty value list clears a
+// model's setting); every answer holds the settings in force, so an empty request reads them.
+GrpcInferenceService::Reactor* GrpcInferenceService::TraceSetting(Context* c, const TraceSettingRequest* q,
+                                                                  TraceSettingResponse* r) {
+  Tracer* tracer = services_.tracer;
+  if (tracer == nullptr) {
+    return Answer(c, GrpcEndpoint::kTraceSetting, Unimplemented("tracing is not enabled on this server"));
+  }
+  const std::string& model = q->model_name();
+  if (!model.empty()) {
+    auto config = services_.engine->FindConfig(model);
+    if (!config.ok()) return Answer(c, GrpcEndpoint::kTraceSetting, config.status());
+  }
+  std::map<std::string, std::vector<std::string>> now;
+  if (q->settings().empty()) {
+    now = tracer->View(model);
+  } else {
+    TraceSettingUpdate update;
+    for (const auto& [name, value] : q->settings()) {
+      if (value.value().empty()) {
+        update[name] = std::nullopt;
+      } else {
+        update[name] = std::vector<std::string>(value.value().begin(), value.value().end());
+      }
+    }
+    auto updated = tracer->Update(model, update);
+    if (!updated.ok()) return Answer(c, GrpcEndpoint::kTraceSetting, updated.status());
+    WEFT_LOG(Warning) << "trace settings" << (model.empty() ? std::string() : " of model '" + model + "'")
+                      << " changed over gRPC";
+    now = std::move(*updated);
+  }
+  for (const auto& [name, values] : now) {
+    auto& out = (*r->mutable_settings())[name];
+    for (const std::string& v : values) out.add_value(v);
+  }
+  return Answer(c, GrpcEndpoint::kTraceSetting, Status::Ok());
 }
 
 // Triton's logging extension: the settings a request names are applied (all or none); every answer holds all of
@@ -311,7 +364,9 @@ GrpcInferenceService::Reactor* GrpcInferenceService::LogSettings(Context* c, con
     return Status::Ok();
   });
   if (!now.ok()) return Answer(c, GrpcEndpoint::kLogSettings, now.status());
-  if (!q->settings().empty()) WEFT_LOG(Warning) << "log settings changed over gRPC";
+  if (!q->settings().empty()) {
+    WEFT_LOG(Warning) << "log settings changed over gRPC";
+  }
   for (const auto& [name, value] : NamedLogSettings(*now)) {
     LogSettingsResponse::SettingValue& out = (*r->mutable_settings())[std::string(name)];
     if (const bool* flag = std::get_if<bool>(&value)) {

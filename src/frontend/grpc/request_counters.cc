@@ -10,7 +10,8 @@ namespace {
 
 constexpr std::string_view kEndpointNames[] = {"health",       "server_metadata",  "model_metadata", "model_ready",
                                                "model_config", "model_statistics", "repository",     "shared_memory",
-                                               "infer",        "stream_infer",     "log_settings",   "unimplemented"};
+                                               "infer",        "stream_infer",     "log_settings",   "trace_setting",
+                                               "unimplemented"};
 
 }  // namespace
 

@@ -24,6 +24,7 @@ enum class GrpcEndpoint {
   kInfer,         // ModelInfer
   kStreamInfer,   // one count per response on ModelStreamInfer
   kLogSettings,
+  kTraceSetting,
   kUnimplemented,  // RPCs that weft declares but does not offer
 };
 

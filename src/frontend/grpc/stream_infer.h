@@ -44,6 +44,7 @@ struct InferServices {
   size_t inline_encode_bytes = 0;
   size_t max_stream_in_flight = 0;    // requests read from one stream and not yet answered
   StreamRegistry* streams = nullptr;  // null: streams are not tracked
+  Tracer* tracer = nullptr;           // null: nothing is traced, and TraceSetting answers UNIMPLEMENTED
 };
 
 // Sets the request's deadline from the call's: the earlier of the two wins. An infinite gRPC deadline leaves it

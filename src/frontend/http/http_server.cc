@@ -487,6 +487,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     core_->unsent.Release(reserved_);
     reserved_ = 0;
     writing_ = false;
+    if (out_.on_written) out_.on_written();
     out_ = HttpResponse();
     buffers_.clear();
     if (closed_) return;

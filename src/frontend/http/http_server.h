@@ -50,6 +50,8 @@ struct HttpResponse {
   std::string body;
   std::vector<Segment> segments;
   bool close = false;  // close the connection after this response
+  // Runs on the I/O thread once the response is written, or its write failed (not when a 429 replaced it).
+  std::function<void()> on_written;
 };
 
 namespace internal {

@@ -14,6 +14,7 @@
 #include "frontend/http/shared_memory_codec.h"
 #include "frontend/http/statistics_codec.h"
 #include "frontend/http/status_mapping.h"
+#include "frontend/http/trace_codec.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "unknown"
@@ -29,9 +30,9 @@ namespace {
 constexpr const char* kRequestsHelp = "HTTP requests answered, by endpoint and status class.";
 constexpr const char* kAllRequestsHelp =
     "Requests answered, by protocol, endpoint and status (HTTP class or gRPC code).";
-constexpr std::string_view kEndpointNames[] = {"health",       "server_metadata", "model_metadata", "model_ready",
-                                               "model_config", "infer",           "shared_memory",  "repository",
-                                               "rollout",      "statistics",      "logging",        "unknown"};
+constexpr std::string_view kEndpointNames[] = {
+    "health",     "server_metadata", "model_metadata", "model_ready", "model_config", "infer",  "shared_memory",
+    "repository", "rollout",         "statistics",     "logging",     "trace",        "unknown"};
 static_assert(std::size(kEndpointNames) == InferenceService::kEndpointCount);
 
 // %XX escapes in one path segment; a malformed escape stays as it is.
@@ -147,6 +148,10 @@ std::optional<Route> MatchRoute(std::string_view path) {
     route.endpoint = Endpoint::kLogging;  // GET and POST: checked by HandleLogging
     return route;
   }
+  if (s[1] == "trace" && s.size() == 3 && s[2] == "setting") {
+    route.endpoint = Endpoint::kTrace;  // GET and POST: checked by HandleTraceSetting
+    return route;
+  }
   if (s[1] != "models" || s.size() < 3) return std::nullopt;
   if (s.size() == 3 && s[2] == "stats") {
     // Every model's statistics, as in Triton: a model named "stats" has its metadata at .../versions/{v} only.
@@ -169,6 +174,8 @@ std::optional<Route> MatchRoute(std::string_view path) {
     route.endpoint = Endpoint::kModelConfig;
   } else if (s.size() == next + 1 && s[next] == "stats") {
     route.endpoint = Endpoint::kStatistics;
+  } else if (s.size() == next + 2 && s[next] == "trace" && s[next + 1] == "setting" && next == 3) {
+    route.endpoint = Endpoint::kTrace;
   } else if (s.size() == next + 1 && s[next] == "rollout" && next == 3) {
     route.endpoint = Endpoint::kRollout;  // GET, POST and DELETE: checked by HandleRollout
   } else if (s.size() == next + 1 && s[next] == "infer") {
@@ -329,6 +336,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   const auto& counters = counters_[static_cast<size_t>(route->endpoint)];
   if (route->endpoint == Endpoint::kRollout) return HandleRollout(request, route->model, counters, responder);
   if (route->endpoint == Endpoint::kLogging) return HandleLogging(request, counters, responder);
+  if (route->endpoint == Endpoint::kTrace) return HandleTraceSetting(request, route->model, counters, responder);
   if (route->action == "cuda") {
     return Answer(counters, responder,
                   ErrorResponse(Unimplemented("CUDA shared memory is not supported: use system shared memory "
@@ -381,8 +389,8 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
       json.String(options_.server_version.empty() ? WEFT_VERSION : options_.server_version);
       json.Key("extensions");
       json.BeginArray();
-      for (const char* e :
-           {"binary_tensor_data", "classification", "logging", "model_configuration", "parameters", "statistics"})
+      for (const char* e : {"binary_tensor_data", "classification", "logging", "model_configuration", "parameters",
+                            "statistics", "trace"})
         json.String(e);
       if (options_.shared_memory) json.String("system_shared_memory");
       if (options_.repository) {
@@ -439,7 +447,8 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
     case Endpoint::kSharedMemory: return HandleSharedMemory(request, route->action, route->region, counters, responder);
     case Endpoint::kRepository: return HandleRepository(request, route->action, route->model, counters, responder);
     case Endpoint::kRollout:
-    case Endpoint::kLogging: return;  // handled above
+    case Endpoint::kLogging:
+    case Endpoint::kTrace: return;  // handled above
     case Endpoint::kInfer: break;
     case Endpoint::kUnknown: return;  // not produced by MatchRoute
   }
@@ -467,6 +476,12 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
     content = std::make_shared<RequestBody>(std::move(*inflated));
   }
   InferBody body{content->bytes(), content, *json_size, options_.shared_memory};
+  std::shared_ptr<RequestTrace> trace;
+  if (options_.tracer != nullptr) {
+    trace = options_.tracer->MaybeStart(route->model, TraceProtocol::kHttp, request.header("traceparent"),
+                                        request.header("tracestate"), request.arrival);
+    if (trace) trace->Stamp(TraceStage::kRecvEnd);  // the handler runs once the body is read
+  }
 
   auto decode = [&]() -> Result<DecodedInferRequest> {
     if (*json_size != size_t{0}) return DecodeInferRequest(body, request.arrival);
@@ -475,7 +490,10 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
     return DecodeRawInferRequest(body, version->config, request.arrival);
   };
   Result<DecodedInferRequest> decoded = decode();
-  if (!decoded.ok()) return Answer(counters, responder, ErrorResponse(decoded.status()));
+  if (!decoded.ok()) {
+    if (trace) trace->SetOutcome(decoded.status());
+    return Answer(counters, responder, ErrorResponse(decoded.status()));
+  }
 
   std::unique_ptr<InferenceRequest> infer = std::move(decoded->request);
   infer->model_name = route->model;
@@ -486,14 +504,22 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
     infer->parameters.try_emplace("weft_route_key", std::string(key));
   }
   const ContentCoding answer_coding = ChooseResponseCoding(request.header("Accept-Encoding"));
-  engine_->Submit(std::move(infer), [responder, counters, answer_coding,
+  if (trace) {
+    infer->trace = trace;
+    trace->Stamp(TraceStage::kRequestStart);
+  }
+  engine_->Submit(std::move(infer), [responder, counters, answer_coding, trace = std::move(trace),
                                      format = std::move(decoded->output_format)](Result<InferenceResponse> result) {
     // Encoding waits for the I/O thread, so that the engine's runner goes back to inference at once.
     // Counted once the server knows what goes out: it may refuse a large answer (429).
     responder.SendBuilt(
-        [format, answer_coding, result = std::move(result)] {
+        [format, answer_coding, trace, result = std::move(result)] {
           HttpResponse response = InferResponseToHttp(result, format);
           EncodeContent(answer_coding, &response);
+          if (trace) {
+            trace->Stamp(TraceStage::kSendStart);
+            response.on_written = [trace] { trace->End(); };
+          }
           return response;
         },
         [counters](unsigned status) { counters.Count(status); });
@@ -549,6 +575,35 @@ void InferenceService::HandleLogging(const HttpRequest& request, const ResponseC
   if (!updated.ok()) return Answer(counters, responder, ErrorResponse(updated.status()));
   WEFT_LOG(Warning) << "log settings changed over HTTP: " << EncodeLogSettings(*updated);
   Answer(counters, responder, JsonResponse(EncodeLogSettings(*updated)));
+}
+
+// Triton's trace extension: GET answers the settings in force (the server's, or a model's over the server's), POST
+// changes the settings it names (all of them, or none) and answers what they are now.
+void InferenceService::HandleTraceSetting(const HttpRequest& request, const std::string& model,
+                                          const ResponseCounters& counters, const HttpResponder& responder) {
+  if (options_.tracer == nullptr) {
+    return Answer(counters, responder, ErrorResponse(Unimplemented("tracing is not enabled on this server")));
+  }
+  if (!model.empty()) {
+    Result<ModelConfig> config = engine_->FindConfig(model);
+    if (!config.ok()) return Answer(counters, responder, ErrorResponse(config.status()));
+  }
+  if (request.method == http::verb::get) {
+    return Answer(counters, responder, JsonResponse(TraceSettingsJson(options_.tracer->View(model))));
+  }
+  if (request.method != http::verb::post) {
+    HttpResponse response = ErrorResponse(405, "method not allowed: use GET or POST");
+    response.headers.emplace_back("Allow", "GET, POST");
+    return Answer(counters, responder, std::move(response));
+  }
+  Result<TraceSettingUpdate> update = ParseTraceSettingJson(
+      std::string_view(reinterpret_cast<const char*>(request.body->bytes().data()), request.body->bytes().size()));
+  if (!update.ok()) return Answer(counters, responder, ErrorResponse(update.status()));
+  auto updated = options_.tracer->Update(model, *update);
+  if (!updated.ok()) return Answer(counters, responder, ErrorResponse(updated.status()));
+  WEFT_LOG(Warning) << "trace settings" << (model.empty() ? std::string() : " of model '" + model + "'")
+                    << " changed over HTTP";
+  Answer(counters, responder, JsonResponse(TraceSettingsJson(*updated)));
 }
 
 // Rollouts (docs/rollouts.md): POST starts one, GET reports on it, DELETE rolls it back. Answered from the live

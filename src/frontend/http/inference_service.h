@@ -37,6 +37,9 @@ class InferenceService : public HttpHandler {
     // The most an inference request body compressed with gzip or deflate may inflate to (413 past it); the HTTP
     // server's own body limit bounds only the compressed bytes.
     size_t max_inflated_body_bytes = size_t{64} << 20;
+    // Request tracing (Triton's trace extension, OpenTelemetry): samples inference requests, and answers the
+    // trace setting routes. Null: nothing is traced and those routes answer 501. Must outlive the service.
+    Tracer* tracer = nullptr;
   };
 
   // `engine` and `metrics` must outlive the service and every request it started.
@@ -61,9 +64,10 @@ class InferenceService : public HttpHandler {
     kRollout,
     kStatistics,
     kLogging,
+    kTrace,
     kUnknown
   };
-  static constexpr size_t kEndpointCount = 12;
+  static constexpr size_t kEndpointCount = 13;
 
   // The counters of one endpoint, one per status class (2xx, 4xx, 5xx), in both families: weft_http_requests_total
   // (kept for the dashboards that read it) and weft_requests_total{protocol="http"} (shared with gRPC).
@@ -82,6 +86,9 @@ class InferenceService : public HttpHandler {
   void HandleRepository(const HttpRequest& request, const std::string& action, const std::string& model,
                         const ResponseCounters& counters, const HttpResponder& responder);
   void HandleLogging(const HttpRequest& request, const ResponseCounters& counters, const HttpResponder& responder);
+  // `model` empty: the server's trace settings.
+  void HandleTraceSetting(const HttpRequest& request, const std::string& model, const ResponseCounters& counters,
+                          const HttpResponder& responder);
 
   // Fetched once: counting takes no lock.
   using EndpointCounters = std::array<ResponseCounters, kEndpointCount>;
