@@ -1,98 +1,225 @@
 #include "trace/otlp_encoding.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <type_traits>
 #include <variant>
 
-#include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
+#include "base/log.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION ""
 #endif
 
 namespace weft {
-
 namespace {
 
-namespace common = opentelemetry::proto::common::v1;
-namespace otlp = opentelemetry::proto::trace::v1;
+// Protobuf's wire types.
+enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLength = 2, kFixed32 = 5 };
 
-template <size_t N>
-std::string Bytes(const std::array<uint8_t, N>& id) {
-  return std::string(reinterpret_cast<const char*>(id.data()), id.size());
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
 }
 
-void SetValue(const AttributeValue& value, common::AnyValue* out) {
-  std::visit(
-      [out](const auto& v) {
+// Writes into bytes already sized for what is written (every size is computed first), with no check per byte.
+class Writer {
+ public:
+  explicit Writer(char* at) : at_(at) {}
+  char* at() const { return at_; }
+
+  void Varint(uint64_t v) {
+    while (v >= 0x80) {
+      *at_++ = static_cast<char>((v & 0x7F) | 0x80);
+      v >>= 7;
+    }
+    *at_++ = static_cast<char>(v);
+  }
+  void Tag(uint32_t field, WireType type) { Varint((field << 3) | type); }
+  void Byte(uint8_t b) { *at_++ = static_cast<char>(b); }
+  void Fixed64(uint32_t field, uint64_t v) {
+    Tag(field, kFixed64);
+    if constexpr (std::endian::native != std::endian::little) v = __builtin_bswap64(v);
+    std::memcpy(at_, &v, 8);
+    at_ += 8;
+  }
+  void Bytes(uint32_t field, std::string_view bytes) {
+    Tag(field, kLength);
+    Varint(bytes.size());
+    std::memcpy(at_, bytes.data(), bytes.size());
+    at_ += bytes.size();
+  }
+  void Raw(std::string_view bytes) {
+    std::memcpy(at_, bytes.data(), bytes.size());
+    at_ += bytes.size();
+  }
+
+ private:
+  char* at_;
+};
+
+template <size_t N>
+std::string_view View(const std::array<uint8_t, N>& id) {
+  return {reinterpret_cast<const char*>(id.data()), N};
+}
+
+// The size of a length-delimited field of `length` bytes, with its tag (every field number here is under 16).
+size_t FieldSize(size_t length) { return 1 + VarintSize(length) + length; }
+
+// AnyValue's body for one attribute value.
+size_t AnyValueSize(const AttributeValue& value) {
+  return std::visit(
+      [](const auto& v) -> size_t {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, bool>) {
-          out->set_bool_value(v);
+          return 2;
         } else if constexpr (std::is_same_v<T, int64_t>) {
-          out->set_int_value(v);
+          return 1 + VarintSize(static_cast<uint64_t>(v));
         } else if constexpr (std::is_same_v<T, double>) {
-          out->set_double_value(v);
+          return 9;
         } else {
-          static_assert(std::is_same_v<T, std::string>);
-          out->set_string_value(v);
+          return FieldSize(v.size());
         }
       },
       value);
 }
 
-void AddAttributes(const Attributes& attributes, google::protobuf::RepeatedPtrField<common::KeyValue>* out) {
-  out->Reserve(static_cast<int>(attributes.size()));
-  for (const auto& [key, value] : attributes) {
-    common::KeyValue* kv = out->Add();
-    kv->set_key(key);
-    SetValue(value, kv->mutable_value());
-  }
+void WriteAnyValue(const AttributeValue& value, Writer& out) {
+  std::visit(
+      [&out](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          out.Tag(2, kVarint);
+          out.Byte(v ? 1 : 0);
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          out.Tag(3, kVarint);
+          out.Varint(static_cast<uint64_t>(v));  // int64: two's complement, ten bytes when negative
+        } else if constexpr (std::is_same_v<T, double>) {
+          out.Fixed64(4, std::bit_cast<uint64_t>(v));
+        } else {
+          out.Bytes(1, v);
+        }
+      },
+      value);
 }
 
-void EncodeSpan(const SpanData& span, otlp::Span* out) {
-  out->set_trace_id(Bytes(span.trace_id));
-  out->set_span_id(Bytes(span.span_id));
-  if (!span.trace_state.empty()) out->set_trace_state(span.trace_state);
-  if (std::any_of(span.parent_span_id.begin(), span.parent_span_id.end(), [](uint8_t b) { return b != 0; })) {
-    out->set_parent_span_id(Bytes(span.parent_span_id));
-  }
-  out->set_name(span.name);
-  // SpanData's kinds and status codes carry OTLP's numbers.
-  out->set_kind(static_cast<otlp::Span::SpanKind>(span.kind));
-  out->set_start_time_unix_nano(span.start_unix_ns);
-  out->set_end_time_unix_nano(span.end_unix_ns);
-  AddAttributes(span.attributes, out->mutable_attributes());
-  for (const SpanData::Link& link : span.links) {
-    otlp::Span::Link* l = out->add_links();
-    l->set_trace_id(Bytes(link.trace_id));
-    l->set_span_id(Bytes(link.span_id));
-    AddAttributes(link.attributes, l->mutable_attributes());
-  }
-  if (span.status != SpanData::StatusCode::kUnset || !span.status_message.empty()) {
-    otlp::Status* status = out->mutable_status();
-    status->set_code(static_cast<otlp::Status::StatusCode>(span.status));
-    status->set_message(span.status_message);
-  }
+// A KeyValue as field `field` of its parent.
+void WriteAttribute(uint32_t field, std::string_view key, const AttributeValue& value, Writer& out) {
+  const size_t any = AnyValueSize(value);
+  out.Tag(field, kLength);
+  out.Varint(FieldSize(key.size()) + FieldSize(any));
+  out.Bytes(1, key);
+  out.Tag(2, kLength);
+  out.Varint(any);
+  WriteAnyValue(value, out);
+}
+
+size_t AttributeSize(std::string_view key, const AttributeValue& value) {
+  return FieldSize(FieldSize(key.size()) + FieldSize(AnyValueSize(value)));
+}
+
+bool IsZero(const SpanId& id) {
+  return std::all_of(id.begin(), id.end(), [](uint8_t b) { return b == 0; });
+}
+
+size_t LinkSize(const SpanData::Link& link) {
+  size_t n = FieldSize(16) + FieldSize(8);
+  for (const auto& [key, value] : link.attributes) n += AttributeSize(key, value);
+  return n;
+}
+
+size_t StatusSize(const SpanData& span) {
+  size_t n = span.status_message.empty() ? 0 : FieldSize(span.status_message.size());
+  if (span.status != SpanData::StatusCode::kUnset) n += 2;
+  return n;
+}
+
+// The Span message's body.
+size_t SpanSize(const SpanData& span) {
+  size_t n = FieldSize(16) + FieldSize(8) + FieldSize(span.name.size()) + 2 + 9 + 9;  // ids, name, kind, times
+  if (!span.trace_state.empty()) n += FieldSize(span.trace_state.size());
+  if (!IsZero(span.parent_span_id)) n += FieldSize(8);
+  for (const auto& [key, value] : span.attributes) n += AttributeSize(key, value);
+  for (const SpanData::Link& link : span.links) n += FieldSize(LinkSize(link));
+  if (span.status != SpanData::StatusCode::kUnset || !span.status_message.empty()) n += FieldSize(StatusSize(span));
+  return n;
 }
 
 }  // namespace
 
+void AppendOtlpSpan(const SpanData& span, std::string* out) {
+  const size_t size = SpanSize(span);
+  const size_t start = out->size();
+  out->resize(start + FieldSize(size));
+  Writer w(out->data() + start);
+  w.Tag(2, kLength);
+  w.Varint(size);
+  w.Bytes(1, View(span.trace_id));
+  w.Bytes(2, View(span.span_id));
+  if (!span.trace_state.empty()) w.Bytes(3, span.trace_state);
+  if (!IsZero(span.parent_span_id)) w.Bytes(4, View(span.parent_span_id));
+  w.Bytes(5, span.name);
+  w.Tag(6, kVarint);
+  w.Byte(static_cast<uint8_t>(span.kind));  // SpanData's kinds carry OTLP's numbers, all under 128
+  w.Fixed64(7, span.start_unix_ns);
+  w.Fixed64(8, span.end_unix_ns);
+  for (const auto& [key, value] : span.attributes) WriteAttribute(9, key, value, w);
+  for (const SpanData::Link& link : span.links) {
+    w.Tag(13, kLength);
+    w.Varint(LinkSize(link));
+    w.Bytes(1, View(link.trace_id));
+    w.Bytes(2, View(link.span_id));
+    for (const auto& [key, value] : link.attributes) WriteAttribute(4, key, value, w);
+  }
+  if (span.status != SpanData::StatusCode::kUnset || !span.status_message.empty()) {
+    w.Tag(15, kLength);
+    w.Varint(StatusSize(span));
+    if (!span.status_message.empty()) w.Bytes(2, span.status_message);
+    if (span.status != SpanData::StatusCode::kUnset) {
+      w.Tag(3, kVarint);
+      w.Byte(static_cast<uint8_t>(span.status));
+    }
+  }
+  WEFT_CHECK(w.at() == out->data() + out->size()) << "an OTLP span's computed size is wrong";
+}
+
+std::string EncodeOtlpTraceRequest(const std::vector<std::pair<std::string, std::string>>& resource,
+                                   std::string_view encoded_spans) {
+  // Inside out: the sizes first, so that the body is written once, in order.
+  size_t resource_size = 0;
+  for (const auto& [key, value] : resource) resource_size += AttributeSize(key, AttributeValue(value));
+  const std::string_view version = WEFT_VERSION;
+  const size_t scope_size = FieldSize(4) + (version.empty() ? 0 : FieldSize(version.size()));
+  const size_t scope_spans_size = FieldSize(scope_size) + encoded_spans.size();
+  const size_t resource_spans_size = FieldSize(resource_size) + FieldSize(scope_spans_size);
+  std::string out(FieldSize(resource_spans_size), '\0');
+  Writer w(out.data());
+  w.Tag(1, kLength);  // ExportTraceServiceRequest.resource_spans
+  w.Varint(resource_spans_size);
+  w.Tag(1, kLength);  // ResourceSpans.resource
+  w.Varint(resource_size);
+  for (const auto& [key, value] : resource) WriteAttribute(1, key, AttributeValue(value), w);
+  w.Tag(2, kLength);  // ResourceSpans.scope_spans
+  w.Varint(scope_spans_size);
+  w.Tag(1, kLength);  // ScopeSpans.scope
+  w.Varint(scope_size);
+  w.Bytes(1, "weft");
+  if (!version.empty()) w.Bytes(2, version);
+  w.Raw(encoded_spans);  // ScopeSpans.spans, each with its own tag
+  WEFT_CHECK(w.at() == out.data() + out.size()) << "an OTLP request's computed size is wrong";
+  return out;
+}
+
 std::string EncodeOtlpTraceRequest(const std::vector<std::pair<std::string, std::string>>& resource,
                                    std::span<const SpanData> spans) {
-  opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest request;
-  otlp::ResourceSpans* resource_spans = request.add_resource_spans();
-  auto* resource_attributes = resource_spans->mutable_resource()->mutable_attributes();
-  for (const auto& [key, value] : resource) {
-    common::KeyValue* kv = resource_attributes->Add();
-    kv->set_key(key);
-    kv->mutable_value()->set_string_value(value);
-  }
-  otlp::ScopeSpans* scope_spans = resource_spans->add_scope_spans();
-  scope_spans->mutable_scope()->set_name("weft");
-  scope_spans->mutable_scope()->set_version(WEFT_VERSION);
-  scope_spans->mutable_spans()->Reserve(static_cast<int>(spans.size()));
-  for (const SpanData& span : spans) EncodeSpan(span, scope_spans->add_spans());
-  return request.SerializeAsString();
+  std::string encoded;
+  for (const SpanData& span : spans) AppendOtlpSpan(span, &encoded);
+  return EncodeOtlpTraceRequest(resource, encoded);
 }
 
 }  // namespace weft

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <numeric>
 
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
@@ -171,9 +172,52 @@ TEST(OtlpEncodingTest, ManySpansStayInOrderInOneScope) {
 }
 
 TEST(OtlpEncodingTest, NoSpansIsAValidRequest) {
-  ExportTraceServiceRequest request = Decode(EncodeOtlpTraceRequest({{"service.name", "weft"}}, {}));
+  ExportTraceServiceRequest request = Decode(EncodeOtlpTraceRequest({{"service.name", "weft"}}, std::span<const SpanData>()));
   ASSERT_EQ(request.resource_spans_size(), 1);
   EXPECT_EQ(request.resource_spans(0).scope_spans(0).spans_size(), 0);
+}
+
+// The encoder writes protobuf's wire format by hand: lengths over one varint byte (128 and 16384 bytes), negative
+// and large integers, doubles and every optional field must decode with protobuf's own parser to what was written.
+TEST(OtlpEncodingTest, HandWrittenWireFormatDecodesWithProtobuf) {
+  SpanData span = ServerSpan();
+  span.name = std::string(200, 'n');
+  span.trace_state = std::string(20000, 's');
+  span.status = SpanData::StatusCode::kUnset;
+  span.status_message = "only a message";
+  span.attributes = {{"big", std::string(17000, 'v')},
+                     {"min", std::numeric_limits<int64_t>::min()},
+                     {"max", std::numeric_limits<int64_t>::max()},
+                     {"neg", -1.5e300},
+                     {"no", false},
+                     {std::string(300, 'k'), std::string()}};
+  std::string spans;
+  AppendOtlpSpan(span, &spans);
+  AppendOtlpSpan(ServerSpan(), &spans);
+  ExportTraceServiceRequest request = Decode(EncodeOtlpTraceRequest({{"k", std::string(500, 'r')}}, spans));
+  ASSERT_EQ(request.resource_spans_size(), 1);
+  EXPECT_EQ(request.resource_spans(0).resource().attributes(0).value().string_value(), std::string(500, 'r'));
+  const auto& scope = request.resource_spans(0).scope_spans(0);
+  EXPECT_EQ(scope.scope().name(), "weft");
+  ASSERT_EQ(scope.spans_size(), 2);
+  const otlp::Span& first = scope.spans(0);
+  EXPECT_EQ(first.name(), std::string(200, 'n'));
+  EXPECT_EQ(first.trace_state(), std::string(20000, 's'));
+  EXPECT_EQ(first.status().message(), "only a message");
+  EXPECT_EQ(first.status().code(), otlp::Status::STATUS_CODE_UNSET);
+  ASSERT_EQ(first.attributes_size(), 6);
+  EXPECT_EQ(first.attributes(0).value().string_value(), std::string(17000, 'v'));
+  EXPECT_EQ(first.attributes(1).value().int_value(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(first.attributes(2).value().int_value(), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(first.attributes(3).value().double_value(), -1.5e300);
+  EXPECT_TRUE(first.attributes(4).value().has_bool_value());
+  EXPECT_FALSE(first.attributes(4).value().bool_value());
+  EXPECT_EQ(first.attributes(5).key(), std::string(300, 'k'));
+  EXPECT_TRUE(first.attributes(5).value().has_string_value());
+  // The second, appended after it, is whole.
+  EXPECT_EQ(scope.spans(1).name(), "ModelInfer");
+  EXPECT_EQ(scope.spans(1).links(0).attributes(1).value().int_value(), 7);
+  EXPECT_EQ(scope.spans(1).status().code(), otlp::Status::STATUS_CODE_ERROR);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <boost/beast/http/write.hpp>
 #include <charconv>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <random>
 
@@ -328,8 +329,27 @@ OtlpExporter::~OtlpExporter() {
 
 void OtlpExporter::Add(std::vector<SpanData> spans) {
   if (spans.empty()) return;
+  std::string encoded;
+  std::vector<std::pair<size_t, size_t>> records;
+  records.reserve(spans.size());
+  for (const SpanData& span : spans) {
+    AppendOtlpSpan(span, &encoded);
+    records.emplace_back(encoded.size(), 1);
+  }
+  Enqueue(encoded, records, /*whole=*/false);
+}
+
+void OtlpExporter::AddEncoded(std::string encoded, size_t count) {
+  if (count == 0) return;
+  const std::pair<size_t, size_t> record(encoded.size(), count);
+  Enqueue(encoded, {&record, 1}, /*whole=*/true);
+}
+
+size_t OtlpExporter::Enqueue(std::string_view encoded, std::span<const std::pair<size_t, size_t>> records, bool whole) {
+  size_t total = 0;
+  for (const auto& [end, count] : records) total += count;
   SteadyTime now = steady_clock::now();
-  size_t dropped = 0;
+  size_t taken = 0;
   size_t queue_bound = 0;
   bool wake = false;
   bool log = false;
@@ -337,18 +357,34 @@ void OtlpExporter::Add(std::vector<SpanData> spans) {
   {
     std::lock_guard lock(mu_);
     queue_bound = options_.max_queue_size;
-    size_t room = queue_.size() < queue_bound ? queue_bound - queue_.size() : 0;
-    size_t taken = std::min(room, spans.size());
+    const size_t room = queued_spans_ < queue_bound ? queue_bound - queued_spans_ : 0;
+    size_t bytes = 0;
+    size_t fitting = 0;  // records
+    for (const auto& [end, count] : records) {
+      if (taken + count > room) break;
+      taken += count;
+      bytes = end;
+      ++fitting;
+    }
+    if (whole && taken < total) {
+      taken = 0;
+      fitting = 0;
+      bytes = 0;
+    }
     // The thread waits without a deadline on an empty queue and for the delay on a partial batch; it looks at the
     // queue before each wait, so only these two changes need to wake it.
-    size_t batch = options_.max_export_batch_size;
-    wake = taken > 0 && (queue_.empty() || (queue_.size() < batch && queue_.size() + taken >= batch));
-    for (size_t i = 0; i < taken; ++i) queue_.push_back(Queued{now, std::move(spans[i])});
+    const size_t batch = options_.max_export_batch_size;
+    wake = taken > 0 && (queued_spans_ == 0 || (queued_spans_ < batch && queued_spans_ + taken >= batch));
+    if (queued_spans_ == 0 && taken > 0) oldest_ = now;
+    const size_t base = queue_.size();
+    queue_.append(encoded.substr(0, bytes));
+    for (size_t i = 0; i < fitting; ++i) records_.emplace_back(base + records[i].first, records[i].second);
+    queued_spans_ += taken;
     queued_total_ += taken;
-    dropped = spans.size() - taken;
-    if (dropped > 0) log = drop_log_.Allow(now, &unlogged);
+    if (taken < total) log = drop_log_.Allow(now, &unlogged);
   }
   if (wake) work_cv_.notify_one();
+  const size_t dropped = total - taken;
   if (dropped > 0) {
     Count(counters_.dropped, static_cast<double>(dropped));
     if (log) {
@@ -356,6 +392,7 @@ void OtlpExporter::Add(std::vector<SpanData> spans) {
                         << (unlogged > 0 ? " (" + std::to_string(unlogged) + " more drops not logged)" : "");
     }
   }
+  return taken;
 }
 
 void OtlpExporter::SetOptions(Options options) {
@@ -379,7 +416,7 @@ void OtlpExporter::Run() {
   ThreadState state(this);
   std::unique_lock lock(mu_);
   while (true) {
-    if (queue_.empty()) {
+    if (queued_spans_ == 0) {
       if (stopping_) break;
       work_cv_.wait(lock);
       continue;
@@ -387,30 +424,45 @@ void OtlpExporter::Run() {
     SteadyTime now = steady_clock::now();
     if (stopping_ && now >= stop_deadline_) break;
     size_t batch_size = options_.max_export_batch_size;
-    SteadyTime due = queue_.front().at + options_.schedule_delay;
-    bool send_now = stopping_ || queue_.size() >= batch_size || taken_total_ < flush_until_ || now >= due;
+    SteadyTime due = oldest_ + options_.schedule_delay;
+    bool send_now = stopping_ || queued_spans_ >= batch_size || taken_total_ < flush_until_ || now >= due;
     if (!send_now) {
       work_cv_.wait_until(lock, due);
       continue;
     }
-    size_t n = std::min(batch_size, queue_.size());
-    std::vector<SpanData> spans;
-    spans.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      spans.push_back(std::move(queue_.front().span));
-      queue_.pop_front();
+    // Whole records up to the batch size (one at least, whatever its size).
+    size_t records = 0;
+    size_t n = 0;
+    while (records < records_.size() && (records == 0 || n + records_[records].second <= batch_size)) {
+      n += records_[records].second;
+      ++records;
     }
+    std::string encoded;
+    if (records == records_.size()) {
+      encoded.swap(queue_);
+      records_.clear();
+    } else {
+      const size_t cut = records_[records - 1].first;
+      encoded.assign(queue_, 0, cut);
+      queue_.erase(0, cut);
+      records_.erase(records_.begin(), records_.begin() + static_cast<std::ptrdiff_t>(records));
+      for (auto& record : records_) record.first -= cut;
+      oldest_ = now;  // the rest came after the batch's first span; at the latest, now
+    }
+    queued_spans_ -= n;
     taken_total_ += n;
     Options options = options_;
     lock.unlock();
-    Export(state, std::move(spans), options);
+    Export(state, std::move(encoded), n, options);
     lock.lock();
     finished_total_ += n;
     done_cv_.notify_all();
   }
   // Stopped with spans still queued: the destructor's deadline passed.
-  size_t left = queue_.size();
+  size_t left = queued_spans_;
   queue_.clear();
+  records_.clear();
+  queued_spans_ = 0;
   taken_total_ += left;
   finished_total_ += left;
   lock.unlock();
@@ -421,8 +473,7 @@ void OtlpExporter::Run() {
   }
 }
 
-void OtlpExporter::Export(ThreadState& state, std::vector<SpanData> spans, const Options& options) {
-  const size_t n = spans.size();
+void OtlpExporter::Export(ThreadState& state, std::string encoded, size_t n, const Options& options) {
   auto fail = [&](const std::string& why) {
     Count(counters_.failed_exports, 1);
     Count(counters_.dropped, static_cast<double>(n));
@@ -447,8 +498,8 @@ void OtlpExporter::Export(ThreadState& state, std::vector<SpanData> spans, const
     return;
   }
 
-  const std::string body = EncodeOtlpTraceRequest(options.resource, spans);
-  spans.clear();
+  const std::string body = EncodeOtlpTraceRequest(options.resource, encoded);
+  encoded = std::string();
   const SteadyTime deadline = steady_clock::now() + options.timeout;
   std::string why;
   for (int attempt = 1;; ++attempt) {

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -65,8 +65,11 @@ class OtlpExporter {
   OtlpExporter(const OtlpExporter&) = delete;
   OtlpExporter& operator=(const OtlpExporter&) = delete;
 
-  // Queues `spans`. Never waits for the network.
+  // Queues `spans`, as many as there is room for. Never waits for the network.
   void Add(std::vector<SpanData> spans);
+  // Queues `count` spans already encoded by AppendOtlpSpan, all of them or none: a request's spans stay together, so
+  // a full queue never leaves a trace with holes. Never waits for the network.
+  void AddEncoded(std::string encoded, size_t count);
   // Replaces the options; the queue bound applies at once, the rest from the next batch on.
   void SetOptions(Options options);
   // Sends everything queued now without waiting for the delay; true when all of it was sent or dropped within
@@ -74,15 +77,14 @@ class OtlpExporter {
   bool Flush(std::chrono::milliseconds wait);
 
  private:
-  struct Queued {
-    SteadyTime at;  // when Add queued it: the delay runs from the oldest one
-    SpanData span;
-  };
   struct ThreadState;  // the connection and what else only the thread touches (otlp_exporter.cc)
 
   void Run();
   // Sends one batch with its retries; counts and logs the outcome.
-  void Export(ThreadState& state, std::vector<SpanData> spans, const Options& options);
+  void Export(ThreadState& state, std::string encoded, size_t count, const Options& options);
+  // Appends encoded spans (`ends`: where each record ends in `encoded`, and its span count) as far as `room` spans
+  // allow; the number appended. Takes mu_.
+  size_t Enqueue(std::string_view encoded, std::span<const std::pair<size_t, size_t>> records, bool whole);
   // Sleeps on the thread until `until`; false when the shutdown deadline comes first.
   bool SleepUntil(SteadyTime until);
   // Whether the destructor's deadline has passed: what is in flight is abandoned.
@@ -97,7 +99,13 @@ class OtlpExporter {
   std::condition_variable done_cv_;  // Flush waits for batches to finish
   // Guarded by mu_.
   Options options_;
-  std::deque<Queued> queue_;
+  // In arrival order. A vector, not a deque of nodes: a whole batch leaves by a swap, and Add appends without an
+  // allocation per span once the vector has grown.
+  std::string queue_;  // encoded spans, in arrival order
+  // Where each queued record ends in queue_, and its spans: a batch is cut at a record's end.
+  std::vector<std::pair<size_t, size_t>> records_;
+  size_t queued_spans_ = 0;
+  SteadyTime oldest_{};          // when the oldest queued span came (at most that): the delay runs from it
   uint64_t queued_total_ = 0;    // spans ever queued (the sequence number of the next one)
   uint64_t taken_total_ = 0;     // spans the thread took out of the queue, in order
   uint64_t finished_total_ = 0;  // of those, the ones sent or dropped

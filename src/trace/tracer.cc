@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "metrics/metrics.h"
 #ifdef WEFT_TRACE_OTLP
+#include "trace/otlp_encoding.h"
 #include "trace/otlp_exporter.h"
 #endif
 #include "trace/trace_context.h"
@@ -24,11 +25,11 @@ bool ShouldTrace(const SamplingInput& in) {
 namespace {
 
 constexpr std::array<const char*, kTraceStageCount> kHttpStageNames = {
-    "HTTP_RECV_START", "HTTP_RECV_END", "REQUEST_START",        "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END",
+    "HTTP_RECV_START", "HTTP_RECV_END",        "REQUEST_START", "QUEUE_START", "COMPUTE_START",   "COMPUTE_INPUT_END",
     "INFER_START",     "COMPUTE_OUTPUT_START", "COMPUTE_END",   "REQUEST_END", "HTTP_SEND_START", "HTTP_SEND_END"};
 constexpr std::array<const char*, kTraceStageCount> kGrpcStageNames = {
-    "GRPC_WAITREAD_END", "GRPC_WAITREAD_END", "REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END",
-    "INFER_START",       "COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END", "GRPC_SEND_START", "GRPC_SEND_END"};
+    "GRPC_WAITREAD_END", "GRPC_WAITREAD_END",    "REQUEST_START", "QUEUE_START", "COMPUTE_START",   "COMPUTE_INPUT_END",
+    "INFER_START",       "COMPUTE_OUTPUT_START", "COMPUTE_END",   "REQUEST_END", "GRPC_SEND_START", "GRPC_SEND_END"};
 
 uint64_t WallNowNs() {
   return static_cast<uint64_t>(
@@ -157,25 +158,49 @@ class TracerCore {
 
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
 
-  std::shared_ptr<SamplingScope> ScopeFor(std::string_view model) const {
-    std::lock_guard lock(mu_);
-    auto it = model_scopes_.find(model);
-    return it != model_scopes_.end() ? it->second : server_scope_;
+  // The sampling scope of `model`, valid until this thread's next call. Each thread keeps its own reference to the
+  // scopes and takes the lock only after a settings change: the request path shares no lock and writes no shared
+  // reference count.
+  SamplingScope* ScopeFor(std::string_view model) const {
+    struct Cache {
+      uint64_t core = 0;
+      uint64_t generation = 0;
+      std::shared_ptr<const ScopeTable> table;
+    };
+    thread_local Cache cache;
+    const uint64_t generation = generation_.load(std::memory_order_acquire);
+    if (cache.core != id_ || cache.generation != generation) {
+      std::lock_guard lock(mu_);
+      cache = {id_, generation_.load(std::memory_order_relaxed), table_};
+    }
+    auto it = cache.table->models.find(model);
+    return it != cache.table->models.end() ? it->second.get() : cache.table->server.get();
   }
 
-  TraceMode mode() const {
-    std::lock_guard lock(mu_);
-    return settings_.mode;
-  }
+  TraceMode mode() const { return mode_.load(std::memory_order_relaxed); }
 
   void CountTrace() {
     if (traces_ != nullptr) traces_->Increment();
   }
 
-  void ExportSpans(std::vector<SpanData> spans) {
+  // Spans encoded by AppendOtlpSpan on the thread that ended the trace: the exporter's thread only concatenates
+  // them, and no span's memory crosses threads.
+  void ExportEncoded(std::string encoded, size_t count) {
 #ifdef WEFT_TRACE_OTLP
     std::lock_guard lock(mu_);
-    if (otlp_ != nullptr) otlp_->Add(std::move(spans));
+    if (otlp_ != nullptr) otlp_->AddEncoded(std::move(encoded), count);
+#else
+    if (dropped_ != nullptr) dropped_->Increment(static_cast<double>(count));
+#endif
+  }
+
+  void ExportSpans(std::vector<SpanData> spans) {
+#ifdef WEFT_TRACE_OTLP
+    std::string encoded;
+    encoded.reserve(160 * spans.size());
+    for (const SpanData& span : spans) AppendOtlpSpan(span, &encoded);
+    std::lock_guard lock(mu_);
+    if (otlp_ != nullptr) otlp_->AddEncoded(std::move(encoded), spans.size());
 #else
     if (dropped_ != nullptr) dropped_->Increment(static_cast<double>(spans.size()));
 #endif
@@ -228,12 +253,13 @@ class TracerCore {
                                   next.count != settings_.count || next.parent_based != settings_.parent_based ||
                                   server_scope_ == nullptr;
     settings_ = std::move(next);
+    mode_.store(settings_.mode, std::memory_order_relaxed);
     if (settings_.mode == TraceMode::kOpenTelemetry) {
 #ifdef WEFT_TRACE_OTLP
       OtlpExporter::Options options = OtlpExporter::OptionsFrom(settings_);
       if (otlp_ == nullptr) {
-        otlp_ = std::make_unique<OtlpExporter>(std::move(options),
-                                               OtlpExporter::Counters{exported_, dropped_, failures_});
+        otlp_ =
+            std::make_unique<OtlpExporter>(std::move(options), OtlpExporter::Counters{exported_, dropped_, failures_});
       } else {
         otlp_->SetOptions(std::move(options));
       }
@@ -286,14 +312,33 @@ class TracerCore {
     }
     bool any = server_scope_->timestamps;
     for (const auto& [name, scope] : model_scopes_) any = any || scope->timestamps;
+    auto table = std::make_shared<ScopeTable>();
+    table->server = server_scope_;
+    for (const auto& [name, scope] : model_scopes_) table->models.emplace(name, scope);
+    table_ = std::move(table);
+    generation_.fetch_add(1, std::memory_order_release);
     enabled_.store(any, std::memory_order_relaxed);
   }
 
+  // What ScopeFor hands out: the scopes as of the last change, and that change's number.
+  struct ScopeTable {
+    std::shared_ptr<SamplingScope> server;
+    std::map<std::string, std::shared_ptr<SamplingScope>, std::less<>> models;
+  };
+  static uint64_t NextId() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  const uint64_t id_ = NextId();  // tells the threads' caches of different tracers apart
   std::atomic<bool> enabled_{false};
+  std::atomic<TraceMode> mode_{TraceMode::kTriton};  // settings_.mode, read without the lock
+  std::atomic<uint64_t> generation_{0};
   mutable std::mutex mu_;
-  TraceSettings settings_;                                                      // guarded by mu_
-  std::map<std::string, ModelTraceSettings, std::less<>> model_settings_;       // guarded by mu_
-  std::shared_ptr<SamplingScope> server_scope_;                                 // guarded by mu_
+  std::shared_ptr<const ScopeTable> table_;                                          // guarded by mu_
+  TraceSettings settings_;                                                           // guarded by mu_
+  std::map<std::string, ModelTraceSettings, std::less<>> model_settings_;            // guarded by mu_
+  std::shared_ptr<SamplingScope> server_scope_;                                      // guarded by mu_
   std::map<std::string, std::shared_ptr<SamplingScope>, std::less<>> model_scopes_;  // guarded by mu_
 #ifdef WEFT_TRACE_OTLP
   std::unique_ptr<OtlpExporter> otlp_;  // guarded by mu_
@@ -316,10 +361,10 @@ RequestTrace::RequestTrace(std::shared_ptr<TracerCore> core, TraceProtocol proto
       parent_(parent),
       server_span_(NewSpanId()),
       trace_state_(std::move(trace_state)),
-      wall_at_arrival_ns_(WallNowNs() - static_cast<uint64_t>(std::max<int64_t>(
-                                            0, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                   std::chrono::steady_clock::now() - arrival)
-                                                   .count()))),
+      wall_at_arrival_ns_(
+          WallNowNs() - static_cast<uint64_t>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                                       std::chrono::steady_clock::now() - arrival)
+                                                                       .count()))),
       model_(std::move(model)) {
   for (auto& s : stamps_) s.store(0, std::memory_order_relaxed);
   Stamp(TraceStage::kRecvStart, arrival);
@@ -374,7 +419,6 @@ void RequestTrace::End() {
   if (!stamp(TraceStage::kSendEnd)) Stamp(TraceStage::kSendEnd);
   std::lock_guard lock(mu_);
   const SteadyTime arrival = *stamp(TraceStage::kRecvStart);
-  auto wall = [&](SteadyTime t) { return WallNs(t); };
   const auto& names = protocol_ == TraceProtocol::kHttp ? kHttpStageNames : kGrpcStageNames;
 
   if (core_->mode() == TraceMode::kTriton) {
@@ -401,91 +445,127 @@ void RequestTrace::End() {
       first = false;
       out += "{\"name\":\"";
       out += names[i];
-      out += "\",\"ns\":" + std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                               at->time_since_epoch())
-                                               .count()) +
-             "}";
+      out += "\",\"ns\":" +
+             std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(at->time_since_epoch()).count()) + "}";
     }
     out += "]}";
     core_->WriteRecord(out);
     return;
   }
 
-  std::vector<SpanData> spans;
-  spans.reserve(11);
-  auto add = [&](std::string name, const SpanId& parent, TraceStage from, TraceStage to) -> SpanData* {
-    std::optional<SteadyTime> start = stamp(from), end = stamp(to);
-    if (!start || !end || *end < *start) return nullptr;
-    SpanData& span = spans.emplace_back();
+#ifdef WEFT_TRACE_OTLP
+  // Each span is filled into one SpanData that this thread reuses, and appended encoded at once: its strings and
+  // vectors keep their capacity from one trace to the next, so a traced request allocates little more than the
+  // encoded bytes it hands to the exporter.
+  thread_local SpanData span;
+  std::string encoded;
+  encoded.reserve(2048);
+  size_t count = 0;
+  size_t attributes = 0;
+  auto begin = [&](std::string_view name, std::string_view suffix, const SpanId& id, const SpanId& parent,
+                   SteadyTime start, SteadyTime end, SpanData::Kind kind) {
     span.trace_id = trace_id_;
-    span.span_id = NewSpanId();
+    span.span_id = id;
     span.parent_span_id = parent;
-    span.trace_state = trace_state_;
-    span.name = std::move(name);
-    span.start_unix_ns = wall(*start);
-    span.end_unix_ns = wall(*end);
-    return &span;
+    span.trace_state.assign(trace_state_);
+    span.name.assign(name);
+    span.name.append(suffix);
+    span.kind = kind;
+    span.start_unix_ns = WallNs(start);
+    span.end_unix_ns = WallNs(end);
+    span.links.clear();
+    span.status = SpanData::StatusCode::kUnset;
+    span.status_message.clear();
+    attributes = 0;
   };
-  auto mark_error = [&](SpanData* span) {
-    if (span == nullptr || outcome_.ok()) return;
-    span->status = SpanData::StatusCode::kError;
-    span->status_message = outcome_.message();
-    span->attributes.emplace_back("error.type", std::string(StatusCodeName(outcome_.code())));
+  auto text = [&](std::string_view key, std::string_view value) {
+    if (attributes == span.attributes.size()) span.attributes.emplace_back();
+    auto& [k, v] = span.attributes[attributes++];
+    k.assign(key);
+    if (auto* held = std::get_if<std::string>(&v)) {
+      held->assign(value);
+    } else {
+      v = std::string(value);
+    }
   };
-  const std::string outcome = outcome_.ok() ? "ok" : std::string(StatusCodeName(outcome_.code()));
+  auto number = [&](std::string_view key, int64_t value) {
+    if (attributes == span.attributes.size()) span.attributes.emplace_back();
+    auto& [k, v] = span.attributes[attributes++];
+    k.assign(key);
+    v = value;
+  };
+  auto finish = [&] {
+    span.attributes.resize(attributes);
+    AppendOtlpSpan(span, &encoded);
+    ++count;
+  };
+  auto mark_error = [&] {
+    if (outcome_.ok()) return;
+    span.status = SpanData::StatusCode::kError;
+    span.status_message.assign(outcome_.message());
+    text("error.type", StatusCodeName(outcome_.code()));
+  };
+  // A child span over two stages, when both were stamped in order; its id, or nullopt.
+  auto child = [&](std::string_view name, std::string_view suffix, const SpanId& parent, TraceStage from,
+                   TraceStage to) -> std::optional<SpanId> {
+    std::optional<SteadyTime> start = stamp(from), end = stamp(to);
+    if (!start || !end || *end < *start) return std::nullopt;
+    const SpanId id = NewSpanId();
+    begin(name, suffix, id, parent, *start, *end, SpanData::Kind::kInternal);
+    return id;
+  };
+  const std::string_view outcome = outcome_.ok() ? std::string_view("ok") : StatusCodeName(outcome_.code());
 
-  SpanData& server = spans.emplace_back();
-  server.trace_id = trace_id_;
-  server.span_id = server_span_;
-  server.parent_span_id = parent_;
-  server.trace_state = trace_state_;
-  server.kind = SpanData::Kind::kServer;
-  server.start_unix_ns = wall(arrival);
-  server.end_unix_ns = wall(*stamp(TraceStage::kSendEnd));
-  if (protocol_ == TraceProtocol::kHttp) {
-    server.name = "POST /v2/models/{model}/infer";
-    server.attributes.emplace_back("http.request.method", std::string("POST"));
-    server.attributes.emplace_back("http.route", std::string("/v2/models/{model}/infer"));
+  const bool http = protocol_ == TraceProtocol::kHttp;
+  begin(http ? "POST /v2/models/{model}/infer" : "inference.GRPCInferenceService/ModelInfer", "", server_span_, parent_,
+        arrival, *stamp(TraceStage::kSendEnd), SpanData::Kind::kServer);
+  if (http) {
+    text("http.request.method", "POST");
+    text("http.route", "/v2/models/{model}/infer");
   } else {
-    server.name = "inference.GRPCInferenceService/ModelInfer";
-    server.attributes.emplace_back("rpc.system", std::string("grpc"));
-    server.attributes.emplace_back("rpc.service", std::string("inference.GRPCInferenceService"));
-    server.attributes.emplace_back("rpc.method", std::string("ModelInfer"));
+    text("rpc.system", "grpc");
+    text("rpc.service", "inference.GRPCInferenceService");
+    text("rpc.method", "ModelInfer");
   }
-  server.attributes.emplace_back("weft.model", model_);
-  server.attributes.emplace_back("weft.model_version", version_);
-  if (!request_id_.empty()) server.attributes.emplace_back("weft.request_id", request_id_);
-  server.attributes.emplace_back("weft.priority", static_cast<int64_t>(priority_));
-  server.attributes.emplace_back("weft.outcome", outcome);
-  mark_error(&server);
-  const SpanId server_id = server_span_;
+  text("weft.model", model_);
+  number("weft.model_version", version_);
+  if (!request_id_.empty()) text("weft.request_id", request_id_);
+  number("weft.priority", priority_);
+  text("weft.outcome", outcome);
+  mark_error();
+  finish();
 
-  if (protocol_ == TraceProtocol::kHttp) add("read", server_id, TraceStage::kRecvStart, TraceStage::kRecvEnd);
-  add("decode", server_id, protocol_ == TraceProtocol::kHttp ? TraceStage::kRecvEnd : TraceStage::kRecvStart,
-      TraceStage::kRequestStart);
-  SpanData* model = add("model " + model_, server_id, TraceStage::kRequestStart, TraceStage::kRequestEnd);
-  if (model != nullptr) {
-    model->attributes.emplace_back("weft.model", model_);
-    model->attributes.emplace_back("weft.model_version", version_);
-    model->attributes.emplace_back("weft.outcome", outcome);
-    mark_error(model);
-    const SpanId model_id = model->span_id;
-    add("queue", model_id, TraceStage::kQueueStart, TraceStage::kComputeStart);
-    SpanData* compute = add("compute", model_id, TraceStage::kComputeStart, TraceStage::kComputeEnd);
-    if (compute != nullptr) {
+  if (http && child("read", "", server_span_, TraceStage::kRecvStart, TraceStage::kRecvEnd)) finish();
+  if (child("decode", "", server_span_, http ? TraceStage::kRecvEnd : TraceStage::kRecvStart,
+            TraceStage::kRequestStart)) {
+    finish();
+  }
+  if (std::optional<SpanId> model =
+          child("model ", model_, server_span_, TraceStage::kRequestStart, TraceStage::kRequestEnd)) {
+    text("weft.model", model_);
+    number("weft.model_version", version_);
+    text("weft.outcome", outcome);
+    mark_error();
+    finish();
+    if (child("queue", "", *model, TraceStage::kQueueStart, TraceStage::kComputeStart)) finish();
+    if (std::optional<SpanId> compute =
+            child("compute", "", *model, TraceStage::kComputeStart, TraceStage::kComputeEnd)) {
       if (batch_) {
-        compute->links.push_back(*batch_);
-        compute->attributes.emplace_back("weft.batch_size", batch_items_);
+        span.links.push_back(*batch_);
+        number("weft.batch_size", batch_items_);
       }
-      const SpanId compute_id = compute->span_id;
-      add("compute_input", compute_id, TraceStage::kComputeStart, TraceStage::kComputeInputEnd);
-      add("compute_infer", compute_id, TraceStage::kInferStart, TraceStage::kComputeOutputStart);
-      add("compute_output", compute_id, TraceStage::kComputeOutputStart, TraceStage::kComputeEnd);
+      finish();
+      if (child("compute_input", "", *compute, TraceStage::kComputeStart, TraceStage::kComputeInputEnd)) finish();
+      if (child("compute_infer", "", *compute, TraceStage::kInferStart, TraceStage::kComputeOutputStart)) finish();
+      if (child("compute_output", "", *compute, TraceStage::kComputeOutputStart, TraceStage::kComputeEnd)) finish();
     }
   }
-  add("encode", server_id, TraceStage::kRequestEnd, TraceStage::kSendStart);
-  add("write", server_id, TraceStage::kSendStart, TraceStage::kSendEnd);
-  core_->ExportSpans(std::move(spans));
+  if (child("encode", "", server_span_, TraceStage::kRequestEnd, TraceStage::kSendStart)) finish();
+  if (child("write", "", server_span_, TraceStage::kSendStart, TraceStage::kSendEnd)) finish();
+  core_->ExportEncoded(std::move(encoded), count);
+#else
+  core_->ExportEncoded(std::string(), 0);
+#endif
 }
 
 // --- Tracer ---
@@ -499,9 +579,8 @@ std::shared_ptr<RequestTrace> Tracer::MaybeStart(std::string_view model, TracePr
                                                  std::string_view traceparent, std::string_view tracestate,
                                                  SteadyTime arrival) {
   if (!core_->enabled()) return nullptr;
-  std::shared_ptr<SamplingScope> scope = core_->ScopeFor(model);
-  std::optional<TraceContext> caller =
-      traceparent.empty() ? std::nullopt : ParseTraceContext(traceparent, tracestate);
+  SamplingScope* scope = core_->ScopeFor(model);
+  std::optional<TraceContext> caller = traceparent.empty() ? std::nullopt : ParseTraceContext(traceparent, tracestate);
   SamplingInput in{.timestamps = scope->timestamps,
                    .rate = scope->rate,
                    .parent_based = scope->parent_based,
@@ -512,8 +591,8 @@ std::shared_ptr<RequestTrace> Tracer::MaybeStart(std::string_view model, TracePr
   if (!ShouldTrace(in) || !scope->TakeOne()) return nullptr;
   core_->CountTrace();
   if (caller) {
-    return std::make_shared<RequestTrace>(core_, protocol, std::string(model), caller->trace_id,
-                                          caller->parent_span_id, std::move(caller->trace_state), arrival);
+    return std::make_shared<RequestTrace>(core_, protocol, std::string(model), caller->trace_id, caller->parent_span_id,
+                                          std::move(caller->trace_state), arrival);
   }
   return std::make_shared<RequestTrace>(core_, protocol, std::string(model), NewTraceId(), SpanId{}, std::string(),
                                         arrival);
