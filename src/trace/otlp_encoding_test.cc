@@ -172,7 +172,8 @@ TEST(OtlpEncodingTest, ManySpansStayInOrderInOneScope) {
 }
 
 TEST(OtlpEncodingTest, NoSpansIsAValidRequest) {
-  ExportTraceServiceRequest request = Decode(EncodeOtlpTraceRequest({{"service.name", "weft"}}, std::span<const SpanData>()));
+  ExportTraceServiceRequest request =
+      Decode(EncodeOtlpTraceRequest({{"service.name", "weft"}}, std::span<const SpanData>()));
   ASSERT_EQ(request.resource_spans_size(), 1);
   EXPECT_EQ(request.resource_spans(0).scope_spans(0).spans_size(), 0);
 }

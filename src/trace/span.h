@@ -20,7 +20,7 @@ using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
 // Unix epoch.
 struct SpanData {
   enum class Kind : uint8_t { kInternal = 1, kServer = 2, kClient = 3 };  // OTLP's SpanKind numbers
-  enum class StatusCode : uint8_t { kUnset = 0, kOk = 1, kError = 2 };     // OTLP's Status.StatusCode numbers
+  enum class StatusCode : uint8_t { kUnset = 0, kOk = 1, kError = 2 };    // OTLP's Status.StatusCode numbers
   struct Link {
     TraceId trace_id{};
     SpanId span_id{};

@@ -100,13 +100,13 @@ class RequestTrace {
   std::array<std::atomic<SteadyTime::rep>, kTraceStageCount> stamps_{};
   std::atomic<bool> ended_{false};
   mutable std::mutex mu_;
-  std::string model_;         // guarded by mu_
-  int64_t version_ = 0;       // guarded by mu_
-  std::string request_id_;    // guarded by mu_
-  uint32_t priority_ = 0;     // guarded by mu_
-  Status outcome_;            // guarded by mu_
+  std::string model_;                    // guarded by mu_
+  int64_t version_ = 0;                  // guarded by mu_
+  std::string request_id_;               // guarded by mu_
+  uint32_t priority_ = 0;                // guarded by mu_
+  Status outcome_;                       // guarded by mu_
   std::optional<SpanData::Link> batch_;  // guarded by mu_
-  int64_t batch_items_ = 0;   // guarded by mu_
+  int64_t batch_items_ = 0;              // guarded by mu_
 };
 
 // Samples requests and sends their traces where the settings say. One per server; the frontends call MaybeStart

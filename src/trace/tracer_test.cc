@@ -39,8 +39,8 @@ TEST(ShouldTrace, NothingOnceTheCountIsSpent) {
 
 TEST(Tracer, OffStartsNothing) {
   Tracer tracer(TraceSettings{}, nullptr);
-  EXPECT_EQ(tracer.MaybeStart("m", TraceProtocol::kHttp, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-                              "", std::chrono::steady_clock::now()),
+  EXPECT_EQ(tracer.MaybeStart("m", TraceProtocol::kHttp, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "",
+                              std::chrono::steady_clock::now()),
             nullptr);
 }
 
@@ -89,7 +89,8 @@ TEST(Tracer, WritesTritonsFileWithEveryStampInOrder) {
     SteadyTime t = std::chrono::steady_clock::now();
     auto trace = tracer.MaybeStart("m", TraceProtocol::kHttp, "", "", t);
     ASSERT_NE(trace, nullptr);
-    for (size_t i = 1; i < kTraceStageCount; ++i) trace->Stamp(static_cast<TraceStage>(i), t + std::chrono::microseconds(i));
+    for (size_t i = 1; i < kTraceStageCount; ++i)
+      trace->Stamp(static_cast<TraceStage>(i), t + std::chrono::microseconds(i));
     trace->SetModel("m", 3);
     trace->SetRequest("req-1", 1);
     trace->End();
@@ -103,9 +104,9 @@ TEST(Tracer, WritesTritonsFileWithEveryStampInOrder) {
   EXPECT_EQ(json.front(), '[');
   EXPECT_NE(json.find("\"model_name\":\"m\",\"model_version\":3,\"request_id\":\"req-1\""), std::string::npos) << json;
   size_t last = 0;
-  for (const char* name : {"HTTP_RECV_START", "HTTP_RECV_END", "REQUEST_START", "QUEUE_START", "COMPUTE_START",
-                           "COMPUTE_INPUT_END", "INFER_START", "COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END",
-                           "HTTP_SEND_START", "HTTP_SEND_END"}) {
+  for (const char* name :
+       {"HTTP_RECV_START", "HTTP_RECV_END", "REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END",
+        "INFER_START", "COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END", "HTTP_SEND_START", "HTTP_SEND_END"}) {
     size_t at = json.find(name);
     ASSERT_NE(at, std::string::npos) << name;
     EXPECT_GT(at, last) << name;
