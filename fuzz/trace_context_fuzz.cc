@@ -1,7 +1,8 @@
 // Fuzzes request tracing's parsers of untrusted input: ParseTraceContext (the W3C traceparent and tracestate headers
 // of every request), ParseTraceSettingJson (the body of POST /v2/trace/setting and /v2/models/{m}/trace/setting)
 // with ApplyTraceSettingUpdate and ApplyModelTraceSettingUpdate on what it returns, and ParseTraceConfig (the
-// `--trace-config` flags). Besides the sanitizers it checks that a parsed context has non-zero ids and a tracestate
+// `--trace-config` flags), and ParseOtlpExportResponse (a collector's answer to an export, read by the exporter).
+// Besides the sanitizers it checks that a parsed context has non-zero ids and a tracestate
 // within the limits, kept as received, and that its traceparent, formatted again, parses to the same ids and flag;
 // that every error is InvalidArgument; that all settings that parse stay within the documented bounds; and that
 // their view, written as JSON and posted back, gives the same settings.
@@ -17,6 +18,7 @@
 #include "base/json_string.h"
 #include "frontend/http/trace_codec.h"
 #include "fuzz/fuzz_target.h"
+#include "trace/otlp_encoding.h"
 #include "trace/trace_context.h"
 #include "trace/trace_settings.h"
 
@@ -115,12 +117,20 @@ void CheckConfig(std::string_view text) {
   CheckViewRoundTrip(*settings);
 }
 
+// The collector's answer is the rest of the input, as bytes. A parsed answer's message is part of it.
+void CheckExportResponse(std::string_view body) {
+  Result<OtlpPartialSuccess> response = ParseOtlpExportResponse(body);
+  if (!response.ok()) return CheckRefusal(response.status());
+  WEFT_CHECK(response->error_message.size() <= body.size()) << "a partial success message longer than the answer";
+}
+
 void Run(FramedInput input) {
   const std::string_view traceparent = input.Line();
   const std::string_view tracestate = input.Line();
   CheckContext(traceparent, tracestate);
   CheckSettings(input.Rest());
   CheckConfig(input.Rest());
+  CheckExportResponse(input.Rest());
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=threa
   -DWEFT_WITH_OPENCV=OFF -DCMAKE_CXX_FLAGS_DEBUG="$WEFT_DEBUG_INFO" >/dev/null
 tsan_tests=(scheduler_unit_test scheduler_test engine_test http_server_test device_test device_cpu_test multiplexer_test
   live_repository_test version_plan_test repository_watcher_test scheduler_oom_test scheduler_hang_test
-  engine_resilience_test circuit_breaker_test)
+  engine_resilience_test circuit_breaker_test tracer_test trace_context_test)
 ninja -C build/tsan -j"$(nproc)" "${tsan_tests[@]}"
 echo "=== test tsan ($(($(date +%s) - start)) s)"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <variant>
 
@@ -212,6 +213,89 @@ std::string EncodeOtlpTraceRequest(const std::vector<std::pair<std::string, std:
   if (!version.empty()) w.Bytes(2, version);
   w.Raw(encoded_spans);  // ScopeSpans.spans, each with its own tag
   WEFT_CHECK(w.at() == out.data() + out.size()) << "an OTLP request's computed size is wrong";
+  return out;
+}
+
+namespace {
+
+// Reads protobuf's wire format from untrusted bytes: every length is checked against what is left.
+class Reader {
+ public:
+  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
+  bool done() const { return bytes_.empty(); }
+
+  std::optional<uint64_t> Varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (bytes_.empty()) return std::nullopt;
+      const auto b = static_cast<uint8_t>(bytes_.front());
+      bytes_.remove_prefix(1);
+      v |= static_cast<uint64_t>(b & 0x7F) << shift;
+      if ((b & 0x80) == 0) return v;
+    }
+    return std::nullopt;  // more than ten bytes
+  }
+  std::optional<std::string_view> Take(uint64_t n) {
+    if (n > bytes_.size()) return std::nullopt;
+    std::string_view out = bytes_.substr(0, n);
+    bytes_.remove_prefix(n);
+    return out;
+  }
+  // Reads one field: its number, wire type, and its bytes (length-delimited) or value (varint).
+  struct Field {
+    uint64_t number = 0;
+    uint64_t type = 0;
+    uint64_t value = 0;
+    std::string_view bytes;
+  };
+  std::optional<Field> Next() {
+    std::optional<uint64_t> tag = Varint();
+    if (!tag || (*tag >> 3) == 0) return std::nullopt;
+    Field f{.number = *tag >> 3, .type = *tag & 7};
+    std::optional<std::string_view> taken;
+    switch (f.type) {
+      case kVarint: {
+        std::optional<uint64_t> v = Varint();
+        if (!v) return std::nullopt;
+        f.value = *v;
+        return f;
+      }
+      case kFixed64: taken = Take(8); break;
+      case kFixed32: taken = Take(4); break;
+      case kLength: {
+        std::optional<uint64_t> n = Varint();
+        if (!n) return std::nullopt;
+        taken = Take(*n);
+        break;
+      }
+      default: return std::nullopt;  // groups are not used by OTLP
+    }
+    if (!taken) return std::nullopt;
+    f.bytes = *taken;
+    return f;
+  }
+
+ private:
+  std::string_view bytes_;
+};
+
+}  // namespace
+
+Result<OtlpPartialSuccess> ParseOtlpExportResponse(std::string_view body) {
+  OtlpPartialSuccess out;
+  Reader response(body);
+  while (!response.done()) {
+    std::optional<Reader::Field> field = response.Next();
+    if (!field) return InvalidArgument("the collector's answer is not an ExportTraceServiceResponse");
+    if (field->number != 1 || field->type != kLength) continue;  // partial_success
+    Reader partial(field->bytes);
+    while (!partial.done()) {
+      std::optional<Reader::Field> f = partial.Next();
+      if (!f) return InvalidArgument("the collector's partial_success is not well-formed");
+      if (f->number == 1 && f->type == kVarint) out.rejected_spans = static_cast<int64_t>(f->value);
+      if (f->number == 2 && f->type == kLength) out.error_message.assign(f->bytes);
+    }
+  }
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
 #include "trace/span.h"
 
 namespace weft {
@@ -26,5 +27,14 @@ std::string EncodeOtlpTraceRequest(const std::vector<std::pair<std::string, std:
                                    std::string_view encoded_spans);
 std::string EncodeOtlpTraceRequest(const std::vector<std::pair<std::string, std::string>>& resource,
                                    std::span<const SpanData> spans);
+
+// What a collector's ExportTraceServiceResponse says about a partial success: spans it rejected, and why.
+struct OtlpPartialSuccess {
+  int64_t rejected_spans = 0;
+  std::string error_message;
+};
+// Reads a 200 answer's protobuf body (may be empty: nothing rejected). Unknown fields are skipped, as protobuf
+// does; a body that is not well-formed protobuf is InvalidArgument. Pure; fuzzed by trace_context_fuzz.
+Result<OtlpPartialSuccess> ParseOtlpExportResponse(std::string_view body);
 
 }  // namespace weft

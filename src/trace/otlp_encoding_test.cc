@@ -221,5 +221,26 @@ TEST(OtlpEncodingTest, HandWrittenWireFormatDecodesWithProtobuf) {
   EXPECT_EQ(scope.spans(1).status().code(), otlp::Status::STATUS_CODE_ERROR);
 }
 
+TEST(OtlpEncodingTest, ReadsAPartialSuccessAndSkipsUnknownFields) {
+  opentelemetry::proto::collector::trace::v1::ExportTraceServiceResponse response;
+  response.mutable_partial_success()->set_rejected_spans(7);
+  response.mutable_partial_success()->set_error_message("too old");
+  std::string body = response.SerializeAsString();
+  // Unknown fields of every wire type, before and after: a newer collector may send them.
+  const std::string unknown = std::string("\x10\x96\x01", 3) + std::string("\x19", 1) + std::string(8, '\x01') +
+                              std::string("\x22\x02" "ab", 4) + std::string("\x2d", 1) + std::string(4, '\x02');
+  Result<OtlpPartialSuccess> parsed = ParseOtlpExportResponse(unknown + body + unknown);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->rejected_spans, 7);
+  EXPECT_EQ(parsed->error_message, "too old");
+  EXPECT_EQ(ParseOtlpExportResponse("")->rejected_spans, 0);
+  // Cut short, or a length past the end, or a varint of eleven bytes: errors, never a read past the body.
+  EXPECT_FALSE(ParseOtlpExportResponse(body.substr(0, body.size() - 1)).ok());
+  EXPECT_FALSE(ParseOtlpExportResponse(std::string("\x0a\xff\xff\xff\xff\x0f", 6)).ok());
+  EXPECT_FALSE(ParseOtlpExportResponse(std::string(11, '\xff')).ok());
+  EXPECT_FALSE(ParseOtlpExportResponse(std::string("\x0b", 1)).ok());  // a group
+  EXPECT_FALSE(ParseOtlpExportResponse("{}").ok());
+}
+
 }  // namespace
 }  // namespace weft

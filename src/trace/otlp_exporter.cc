@@ -17,7 +17,6 @@
 
 #include "base/ascii.h"
 #include "base/log.h"
-#include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
 #include "trace/otlp_encoding.h"
 
 #ifndef WEFT_VERSION
@@ -286,11 +285,10 @@ bool Retryable(int status) { return status == 0 || status == 429 || status == 50
 // The spans the collector turned away in a successful answer (OTLP's partial success); 0 when the body says none or
 // is no protobuf ExportTraceServiceResponse.
 int64_t RejectedSpans(const std::string& body, size_t sent, std::string* message) {
-  if (body.empty()) return 0;
-  opentelemetry::proto::collector::trace::v1::ExportTraceServiceResponse response;
-  if (!response.ParseFromString(body) || !response.has_partial_success()) return 0;
-  *message = response.partial_success().error_message();
-  return std::clamp<int64_t>(response.partial_success().rejected_spans(), 0, static_cast<int64_t>(sent));
+  Result<OtlpPartialSuccess> response = ParseOtlpExportResponse(body);
+  if (!response.ok()) return 0;
+  *message = std::move(response->error_message);
+  return std::clamp<int64_t>(response->rejected_spans, 0, static_cast<int64_t>(sent));
 }
 
 }  // namespace

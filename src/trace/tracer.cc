@@ -151,7 +151,13 @@ class TracerCore {
       std::lock_guard lock(mu_);
       otlp = std::move(otlp_);
     }
-    otlp.reset();  // sends what is queued, within its timeout
+    if (otlp != nullptr) {
+      // What is queued gets a short while to go: the server is exiting.
+      OtlpExporter::Options last = OtlpExporter::OptionsFrom(settings_);
+      last.timeout = std::chrono::seconds(2);
+      otlp->SetOptions(std::move(last));
+      otlp.reset();
+    }
 #endif
     file_.Close();
   }
@@ -268,11 +274,8 @@ class TracerCore {
 #endif
       file_.Configure("", 0);
     } else {
-#ifdef WEFT_TRACE_OTLP
-      // The exporter's destructor sends what it holds, under the lock: a mode change is rare, and its wait is
-      // bounded by the export timeout.
-      otlp_.reset();
-#endif
+      // An exporter stays, idle once it has sent what it holds: destroying it here would wait for a collector that
+      // may not answer, under the lock every traced request takes.
       file_.Configure(settings_.file, settings_.log_frequency);
     }
     if (sampling_changed) RebuildScopesLocked(/*server_changed=*/true, "");

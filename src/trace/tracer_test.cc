@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "trace/trace_context.h"
 
@@ -135,6 +137,45 @@ TEST(Tracer, ATraceNeverEndedEndsWhenDropped) {
   std::filesystem::remove(path);
   EXPECT_NE(text.str().find("\"error\":\"went away\""), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("GRPC_SEND_END"), std::string::npos);
+}
+
+// Requests traced on several threads while the settings change under them (run under ThreadSanitizer in CI): every
+// trace ends once, whatever the mode it started in, and the exporter's thread takes the spans.
+TEST(Tracer, TracesOnManyThreadsWhileTheSettingsChange) {
+  TraceSettings settings;
+  settings.mode = TraceMode::kOpenTelemetry;
+  settings.otel_url = "http://127.0.0.1:9/v1/traces";  // nothing listens: export fails, and that costs only drops
+  settings.timestamps = true;
+  settings.rate = 1;
+  settings.bsp_schedule_delay = std::chrono::milliseconds(5);
+  Tracer tracer(settings, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<int> traced{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      while (!stop.load()) {
+        auto trace = tracer.MaybeStart(t % 2 ? "a" : "b", t % 2 ? TraceProtocol::kHttp : TraceProtocol::kGrpc,
+                                       "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "",
+                                       std::chrono::steady_clock::now());
+        if (!trace) continue;
+        traced.fetch_add(1);
+        for (size_t i = 1; i < kTraceStageCount; ++i) trace->Stamp(static_cast<TraceStage>(i));
+        trace->SetModel("a", 1);
+        trace->JoinBatch(trace->trace_id(), trace->server_span_id(), 2);
+        trace->SetOutcome(t == 3 ? Internal("failed") : Status::Ok());
+        trace->End();
+      }
+    });
+  }
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(tracer.Update("a", {{"trace_rate", std::vector<std::string>{i % 2 ? "1" : "2"}}}).ok());
+    ASSERT_TRUE(tracer.Update("", {{"trace_mode", std::vector<std::string>{i % 5 ? "opentelemetry" : "triton"}}}).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_GT(traced.load(), 0);
 }
 
 }  // namespace
