@@ -228,7 +228,11 @@ TEST(OtlpEncodingTest, ReadsAPartialSuccessAndSkipsUnknownFields) {
   std::string body = response.SerializeAsString();
   // Unknown fields of every wire type, before and after: a newer collector may send them.
   const std::string unknown = std::string("\x10\x96\x01", 3) + std::string("\x19", 1) + std::string(8, '\x01') +
-                              std::string("\x22\x02" "ab", 4) + std::string("\x2d", 1) + std::string(4, '\x02');
+                              std::string(
+                                  "\x22\x02"
+                                  "ab",
+                                  4) +
+                              std::string("\x2d", 1) + std::string(4, '\x02');
   Result<OtlpPartialSuccess> parsed = ParseOtlpExportResponse(unknown + body + unknown);
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   EXPECT_EQ(parsed->rejected_spans, 7);
