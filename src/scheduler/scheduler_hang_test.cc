@@ -177,6 +177,15 @@ TEST_F(SchedulerHangTest, AFailedReplacementLeavesTheOtherInstancesServing) {
   for (int i = 0; i < 4; ++i) Submit("r" + std::to_string(i), float(i));
   for (int i = 0; i < 4; ++i) EXPECT_EQ(Output("r" + std::to_string(i)), (std::vector<float>{2.0f * i}));
   EXPECT_EQ(hung_.started(), 1);
+  // The replacement is tried on a thread of its own, which may not have run yet on a busy machine.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    {
+      std::lock_guard lock(mu_);
+      if (!replaced_numbers_.empty()) break;
+    }
+    std::this_thread::sleep_for(milliseconds(1));
+  }
   EXPECT_EQ(scheduler_->metrics().instances_replaced->value(), 0);
   {
     std::lock_guard lock(mu_);

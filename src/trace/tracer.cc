@@ -441,7 +441,7 @@ void RequestTrace::End() {
     bool first = true;
     for (size_t i = 0; i < kTraceStageCount; ++i) {
       // gRPC has no separate end of the read: its one timestamp is written once.
-      if (protocol_ == TraceProtocol::kGrpc && i == static_cast<size_t>(TraceStage::kRecvEnd)) continue;
+      if (protocol_ != TraceProtocol::kHttp && i == static_cast<size_t>(TraceStage::kRecvEnd)) continue;
       std::optional<SteadyTime> at = stamp(static_cast<TraceStage>(i));
       if (!at) continue;
       out += first ? "" : ",";
@@ -520,15 +520,18 @@ void RequestTrace::End() {
   const std::string_view outcome = outcome_.ok() ? std::string_view("ok") : StatusCodeName(outcome_.code());
 
   const bool http = protocol_ == TraceProtocol::kHttp;
-  begin(http ? "POST /v2/models/{model}/infer" : "inference.GRPCInferenceService/ModelInfer", "", server_span_, parent_,
-        arrival, *stamp(TraceStage::kSendEnd), SpanData::Kind::kServer);
+  const bool stream = protocol_ == TraceProtocol::kGrpcStream;
+  begin(http     ? "POST /v2/models/{model}/infer"
+        : stream ? "inference.GRPCInferenceService/ModelStreamInfer"
+                 : "inference.GRPCInferenceService/ModelInfer",
+        "", server_span_, parent_, arrival, *stamp(TraceStage::kSendEnd), SpanData::Kind::kServer);
   if (http) {
     text("http.request.method", "POST");
     text("http.route", "/v2/models/{model}/infer");
   } else {
     text("rpc.system", "grpc");
     text("rpc.service", "inference.GRPCInferenceService");
-    text("rpc.method", "ModelInfer");
+    text("rpc.method", stream ? "ModelStreamInfer" : "ModelInfer");
   }
   text("weft.model", model_);
   number("weft.model_version", version_);

@@ -40,7 +40,8 @@ enum class TraceStage : uint8_t {
 };
 inline constexpr size_t kTraceStageCount = static_cast<size_t>(TraceStage::kCount);
 
-enum class TraceProtocol : uint8_t { kHttp, kGrpc };
+// Where the request came in: an HTTP request, a ModelInfer call, or one request of a ModelStreamInfer stream.
+enum class TraceProtocol : uint8_t { kHttp, kGrpc, kGrpcStream };
 
 // Whether a request is traced: a pure function of its settings and where the counters stand.
 struct SamplingInput {

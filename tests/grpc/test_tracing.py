@@ -132,6 +132,25 @@ class OpenTelemetryTest(unittest.TestCase):
         self.assertNotIn("read", spans)
         self.assert_nested(spans, "inference.GRPCInferenceService/ModelInfer")
 
+    def test_each_request_of_a_stream_is_traced_under_the_calls_context(self):
+        trace = "b" * 32
+        request = infer_request("add_sub", {"INPUT0": np.ones((1, 16), np.float32),
+                                            "INPUT1": np.ones((1, 16), np.float32)})
+        answers = list(self.server.stub.ModelStreamInfer(iter([request, request]), timeout=RPC_TIMEOUT,
+                                                         metadata=[("traceparent", f"00-{trace}-{CALLER_SPAN}-01")]))
+        self.assertEqual([a.error_message for a in answers], ["", ""])
+        name = "inference.GRPCInferenceService/ModelStreamInfer"
+        self.assertTrue(self.receiver.wait_for(
+            lambda spans: len([s for s in spans if s["trace_id"] == trace and s["name"] == name]) >= 2, timeout=20))
+        spans = [s for s in self.receiver.spans() if s["trace_id"] == trace]
+        roots = [s for s in spans if s["name"] == name]
+        self.assertEqual(len(roots), 2)
+        for root in roots:
+            self.assertEqual(root["parent_span_id"], CALLER_SPAN)
+            self.assertEqual(root["attributes"]["rpc.method"], "ModelStreamInfer")
+            children = {s["name"] for s in spans if s["parent_span_id"] == root["span_id"]}
+            self.assertEqual(children, {"decode", "model add_sub", "encode", "write"})
+
     def test_a_request_without_context_starts_a_new_trace(self):
         before = set(by_trace(self.receiver.spans()))
         status, _ = post(self.server, "/v2/models/add_sub/infer", add_sub_body())

@@ -365,10 +365,11 @@ TEST(HttpSchedulingTest, TheDefaultQueueBoundTurnsOverloadInto429s) {
     refused += r.status == 429;
     answered += r.status == 200;
   }
-  // One runs and 64 wait while the 80 arrive; a few may finish meanwhile and make room.
+  // 64 wait while the 80 arrive, and one runs unless all 80 came before the instance took the first (a busy machine:
+  // CI saw 16); a few may finish meanwhile and make room.
   EXPECT_EQ(refused + answered, 80);
   EXPECT_GE(refused, 10);
-  EXPECT_LE(refused, 15);
+  EXPECT_LE(refused, 16);
 }
 
 TEST(HttpSchedulingTest, ClientThatLeavesCancelsItsQueuedRequest) {

@@ -123,8 +123,8 @@ void StreamInferReactor::OnReadDone(bool ok) {
   }
 
   const bool final_flag = WantsFinalFlag(*message);
-  Result<DecodedModelInfer> decoded =
-      DecodeModelInferRequest(message, std::chrono::steady_clock::now(), services_.shared_memory);
+  const SteadyTime arrival = std::chrono::steady_clock::now();
+  Result<DecodedModelInfer> decoded = DecodeModelInferRequest(message, arrival, services_.shared_memory);
   if (!decoded.ok()) {
     auto response = std::make_unique<Response>();
     response->set_error_message(decoded.status().message());
@@ -138,10 +138,22 @@ void StreamInferReactor::OnReadDone(bool ok) {
     std::unique_ptr<InferenceRequest> request = std::move(decoded->request);
     ApplyCallDeadline(context_->deadline(), request.get());
     ApplyRouteKey(context_->client_metadata(), request.get());
+    if (services_.tracer != nullptr) {
+      // The call's trace context parents every request of the stream.
+      const auto& metadata = context_->client_metadata();
+      auto value = [&](const char* key) {
+        auto it = metadata.find(key);
+        return it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+      };
+      request->trace = services_.tracer->MaybeStart(request->model_name, TraceProtocol::kGrpcStream,
+                                                    value("traceparent"), value("tracestate"), arrival);
+      if (request->trace) request->trace->Stamp(TraceStage::kRequestStart);
+    }
     bool cancelled;
     {
       std::lock_guard lock(mu_);
       in_engine_[seq] = request->cancel;
+      if (request->trace) traces_[seq] = request->trace;
       cancelled = cancelled_;
     }
     if (cancelled) request->cancel->Cancel();
@@ -155,8 +167,9 @@ void StreamInferReactor::OnReadDone(bool ok) {
     auto pending = std::make_shared<Pending>(Pending{
         request->requested_outputs, std::move(decoded->shared_memory_outputs), std::move(decoded->shared_memory_inputs),
         message->model_name(), message->model_version(), message->id(), final_flag});
-    services_.engine->Submit(std::move(request), [this, seq, pending](Result<InferenceResponse> result) {
-      EncodeSoonAfter(services_, result, [this, seq, pending, result] {
+    std::shared_ptr<RequestTrace> trace = request->trace;
+    services_.engine->Submit(std::move(request), [this, seq, pending, trace](Result<InferenceResponse> result) {
+      EncodeSoonAfter(services_, result, [this, seq, pending, trace, result] {
         auto response = std::make_unique<Response>();
         Status status =
             result.ok() ? EncodeModelInferResponse(*result, pending->requested, pending->shared_memory_outputs,
@@ -171,6 +184,7 @@ void StreamInferReactor::OnReadDone(bool ok) {
         }
         MarkFinal(pending->final_flag, response.get());
         services_.counters->Count(GrpcEndpoint::kStreamInfer, status.code());
+        if (trace) trace->Stamp(TraceStage::kSendStart);
         Answered(seq, std::move(response));
       });
     });
@@ -206,9 +220,14 @@ void StreamInferReactor::OnWriteDone(bool ok) {
   Response* write = nullptr;
   bool resume = false;
   std::optional<grpc::Status> finish;
+  std::shared_ptr<RequestTrace> written;
   {
     std::lock_guard lock(mu_);
     writing_.reset();
+    if (auto it = traces_.find(next_write_); it != traces_.end()) {
+      written = std::move(it->second);
+      traces_.erase(it);
+    }
     ++next_write_;
     if (!ok) {  // the client is gone: nothing more will reach it
       write_failed_ = true;
@@ -223,6 +242,7 @@ void StreamInferReactor::OnWriteDone(bool ok) {
     }
     finish = ShouldFinishLocked();
   }
+  if (written) written->End();
   if (resume) StartNextRead();
   if (write) StartWrite(write);
   if (finish) Finish(*finish);

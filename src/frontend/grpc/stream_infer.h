@@ -95,11 +95,13 @@ class StreamInferReactor final
   const InferServices services_;
 
   std::mutex mu_;
-  std::shared_ptr<inference::ModelInferRequest> reading_;       // the message being read; touched by gRPC's reactions
-  uint64_t next_seq_ = 0;                                       // guarded by mu_; the next request's number
-  uint64_t next_write_ = 0;                                     // guarded by mu_; the response to write next
-  std::map<uint64_t, std::unique_ptr<Response>> ready_;         // guarded by mu_; answered, waiting for their turn
-  std::unique_ptr<Response> writing_;                           // guarded by mu_; the write in progress
+  std::shared_ptr<inference::ModelInferRequest> reading_;  // the message being read; touched by gRPC's reactions
+  uint64_t next_seq_ = 0;                                  // guarded by mu_; the next request's number
+  uint64_t next_write_ = 0;                                // guarded by mu_; the response to write next
+  std::map<uint64_t, std::unique_ptr<Response>> ready_;    // guarded by mu_; answered, waiting for their turn
+  std::unique_ptr<Response> writing_;                      // guarded by mu_; the write in progress
+  // guarded by mu_: the traces of sampled requests by sequence number, ended once their answer is written
+  std::map<uint64_t, std::shared_ptr<RequestTrace>> traces_;
   std::map<uint64_t, std::shared_ptr<CancelToken>> in_engine_;  // guarded by mu_
   bool reads_done_ = false;                                     // guarded by mu_
   bool read_paused_ = false;                                    // guarded by mu_; too many unanswered requests
