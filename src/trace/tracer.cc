@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <set>
 
 #include "base/json_string.h"
 #include "base/log.h"
@@ -200,16 +199,12 @@ class TracerCore {
 #endif
   }
 
-  void ExportSpans(std::vector<SpanData> spans) {
-#ifdef WEFT_TRACE_OTLP
+  void ExportSpan(const SpanData& span) {
     std::string encoded;
-    encoded.reserve(160 * spans.size());
-    for (const SpanData& span : spans) AppendOtlpSpan(span, &encoded);
-    std::lock_guard lock(mu_);
-    if (otlp_ != nullptr) otlp_->AddEncoded(std::move(encoded), spans.size());
-#else
-    if (dropped_ != nullptr) dropped_->Increment(static_cast<double>(spans.size()));
+#ifdef WEFT_TRACE_OTLP
+    AppendOtlpSpan(span, &encoded);
 #endif
+    ExportEncoded(std::move(encoded), 1);
   }
 
   void WriteRecord(const std::string& records) {
@@ -223,15 +218,15 @@ class TracerCore {
     if (model.empty()) {
       WEFT_ASSIGN_OR_RETURN(TraceSettings next, ApplyTraceSettingUpdate(settings_, update));
       // trace_count is what is left: an update that does not set it keeps what is left.
-      if (!update.contains("trace_count")) next.count = server_scope_->remaining.load(std::memory_order_relaxed);
+      if (!update.contains("trace_count")) next.count = table_->server->remaining.load(std::memory_order_relaxed);
       ApplyLocked(std::move(next));
       return ViewLocked(model);
     }
     const auto it = model_settings_.find(model);
     const ModelTraceSettings current = it != model_settings_.end() ? it->second : ModelTraceSettings{};
     WEFT_ASSIGN_OR_RETURN(ModelTraceSettings next, ApplyModelTraceSettingUpdate(current, update));
-    if (const auto scope = model_scopes_.find(model);
-        next.count && !update.contains("trace_count") && scope != model_scopes_.end()) {
+    if (const auto scope = table_->models.find(model);
+        next.count && !update.contains("trace_count") && scope != table_->models.end()) {
       next.count = scope->second->remaining.load(std::memory_order_relaxed);
     }
     if (!next.timestamps && !next.rate && !next.count) {
@@ -257,7 +252,7 @@ class TracerCore {
   void ApplyLocked(TraceSettings next) {
     const bool sampling_changed = next.timestamps != settings_.timestamps || next.rate != settings_.rate ||
                                   next.count != settings_.count || next.parent_based != settings_.parent_based ||
-                                  server_scope_ == nullptr;
+                                  table_ == nullptr;
     settings_ = std::move(next);
     mode_.store(settings_.mode, std::memory_order_relaxed);
     if (settings_.mode == TraceMode::kOpenTelemetry) {
@@ -286,8 +281,8 @@ class TracerCore {
   std::map<std::string, std::vector<std::string>> ViewLocked(const std::string& model) const {
     const auto it = model.empty() ? model_settings_.end() : model_settings_.find(model);
     auto view = TraceSettingsView(settings_, it != model_settings_.end() ? &it->second : nullptr);
-    const auto scope = model.empty() ? model_scopes_.end() : model_scopes_.find(model);
-    const SamplingScope& counting = scope != model_scopes_.end() ? *scope->second : *server_scope_;
+    const auto scope = model.empty() ? table_->models.end() : table_->models.find(model);
+    const SamplingScope& counting = scope != table_->models.end() ? *scope->second : *table_->server;
     view["trace_count"] = {std::to_string(counting.remaining.load(std::memory_order_relaxed))};
     return view;
   }
@@ -302,28 +297,28 @@ class TracerCore {
       scope->remaining.store(own && own->count ? *own->count : settings_.count, std::memory_order_relaxed);
       return scope;
     };
+    // A new table, never a change to the one the threads' caches hold.
+    auto table = table_ != nullptr ? std::make_shared<ScopeTable>(*table_) : std::make_shared<ScopeTable>();
     if (server_changed) {
-      server_scope_ = make(nullptr);
-      for (auto& [name, own] : model_settings_) model_scopes_[name] = make(&own);
+      table->server = make(nullptr);
+      for (auto& [name, own] : model_settings_) table->models[name] = make(&own);
     } else {
       const auto it = model_settings_.find(model);
       if (it == model_settings_.end()) {
-        model_scopes_.erase(model);
+        table->models.erase(model);
       } else {
-        model_scopes_[model] = make(&it->second);
+        table->models[model] = make(&it->second);
       }
     }
-    bool any = server_scope_->timestamps;
-    for (const auto& [name, scope] : model_scopes_) any = any || scope->timestamps;
-    auto table = std::make_shared<ScopeTable>();
-    table->server = server_scope_;
-    for (const auto& [name, scope] : model_scopes_) table->models.emplace(name, scope);
+    bool any = table->server->timestamps;
+    for (const auto& [name, scope] : table->models) any = any || scope->timestamps;
     table_ = std::move(table);
     generation_.fetch_add(1, std::memory_order_release);
     enabled_.store(any, std::memory_order_relaxed);
   }
 
-  // What ScopeFor hands out: the scopes as of the last change, and that change's number.
+  // The sampling scopes: the server's, and those of the models with settings of their own. ScopeFor hands out the
+  // table as of the last change.
   struct ScopeTable {
     std::shared_ptr<SamplingScope> server;
     std::map<std::string, std::shared_ptr<SamplingScope>, std::less<>> models;
@@ -338,11 +333,9 @@ class TracerCore {
   std::atomic<TraceMode> mode_{TraceMode::kTriton};  // settings_.mode, read without the lock
   std::atomic<uint64_t> generation_{0};
   mutable std::mutex mu_;
-  std::shared_ptr<const ScopeTable> table_;                                          // guarded by mu_
-  TraceSettings settings_;                                                           // guarded by mu_
-  std::map<std::string, ModelTraceSettings, std::less<>> model_settings_;            // guarded by mu_
-  std::shared_ptr<SamplingScope> server_scope_;                                      // guarded by mu_
-  std::map<std::string, std::shared_ptr<SamplingScope>, std::less<>> model_scopes_;  // guarded by mu_
+  std::shared_ptr<const ScopeTable> table_;                                // guarded by mu_
+  TraceSettings settings_;                                                 // guarded by mu_
+  std::map<std::string, ModelTraceSettings, std::less<>> model_settings_;  // guarded by mu_
 #ifdef WEFT_TRACE_OTLP
   std::unique_ptr<OtlpExporter> otlp_;  // guarded by mu_
 #endif
@@ -412,9 +405,7 @@ void RequestTrace::JoinBatch(const TraceId& batch_trace, const SpanId& batch_spa
 
 void RequestTrace::Export(SpanData span) const {
   if (core_->mode() != TraceMode::kOpenTelemetry) return;
-  std::vector<SpanData> spans;
-  spans.push_back(std::move(span));
-  core_->ExportSpans(std::move(spans));
+  core_->ExportSpan(span);
 }
 
 void RequestTrace::End() {
@@ -580,6 +571,8 @@ Tracer::Tracer(TraceSettings settings, MetricsRegistry* metrics)
     : core_(std::make_shared<TracerCore>(std::move(settings), metrics)) {}
 
 Tracer::~Tracer() = default;
+
+bool Tracer::active() const { return core_->enabled(); }
 
 std::shared_ptr<RequestTrace> Tracer::MaybeStart(std::string_view model, TraceProtocol protocol,
                                                  std::string_view traceparent, std::string_view tracestate,

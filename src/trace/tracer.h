@@ -121,6 +121,10 @@ class Tracer {
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
 
+  // Whether any request may be traced now (some level is TIMESTAMPS). One atomic load: the frontends ask it before
+  // they look up a request's trace headers, so that an untraced server does not.
+  bool active() const;
+
   // A new trace for a request to `model`, or null when it is not sampled. `traceparent`/`tracestate` are the
   // caller's W3C headers (empty when absent): a valid one keeps the caller's trace id and parents the server span.
   std::shared_ptr<RequestTrace> MaybeStart(std::string_view model, TraceProtocol protocol, std::string_view traceparent,

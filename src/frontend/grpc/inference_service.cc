@@ -59,13 +59,6 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   const std::shared_ptr<RequestTrace> trace_;
 };
 
-// The value of a metadata key, empty when absent.
-std::string_view MetadataValue(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
-                               std::string_view key) {
-  auto it = metadata.find(grpc::string_ref(key.data(), key.size()));
-  return it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
-}
-
 Status RepositoryOff() { return Unimplemented("the model repository extension is not enabled on this server"); }
 
 Status SharedMemoryOff() {
@@ -165,12 +158,7 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ModelInfer(Context* c, cons
   std::unique_ptr<InferenceRequest> request = std::move(decoded->request);
   ApplyCallDeadline(c->deadline(), request.get());
   ApplyRouteKey(c->client_metadata(), request.get());
-  if (services_.tracer != nullptr) {
-    request->trace = services_.tracer->MaybeStart(request->model_name, TraceProtocol::kGrpc,
-                                                  MetadataValue(c->client_metadata(), "traceparent"),
-                                                  MetadataValue(c->client_metadata(), "tracestate"), arrival);
-    if (request->trace) request->trace->Stamp(TraceStage::kRequestStart);
-  }
+  StartTrace(services_, c->client_metadata(), TraceProtocol::kGrpc, arrival, request.get());
   auto* reactor = new InferReactor(request->cancel, request->trace);
   struct Pending {
     std::vector<std::string> requested;

@@ -44,6 +44,18 @@ void ApplyRouteKey(const std::multimap<grpc::string_ref, grpc::string_ref>& meta
   request->parameters.try_emplace("weft_route_key", std::string(it->second.data(), it->second.size()));
 }
 
+void StartTrace(const InferServices& services, const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                TraceProtocol protocol, SteadyTime arrival, InferenceRequest* request) {
+  if (services.tracer == nullptr || !services.tracer->active()) return;
+  auto value = [&](const char* key) {
+    auto it = metadata.find(key);
+    return it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+  };
+  request->trace =
+      services.tracer->MaybeStart(request->model_name, protocol, value("traceparent"), value("tracestate"), arrival);
+  if (request->trace) request->trace->Stamp(TraceStage::kRequestStart);
+}
+
 void EncodeSoonAfter(const InferServices& services, const Result<InferenceResponse>& result,
                      std::function<void()> encode) {
   size_t bytes = 0;
@@ -138,17 +150,7 @@ void StreamInferReactor::OnReadDone(bool ok) {
     std::unique_ptr<InferenceRequest> request = std::move(decoded->request);
     ApplyCallDeadline(context_->deadline(), request.get());
     ApplyRouteKey(context_->client_metadata(), request.get());
-    if (services_.tracer != nullptr) {
-      // The call's trace context parents every request of the stream.
-      const auto& metadata = context_->client_metadata();
-      auto value = [&](const char* key) {
-        auto it = metadata.find(key);
-        return it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
-      };
-      request->trace = services_.tracer->MaybeStart(request->model_name, TraceProtocol::kGrpcStream,
-                                                    value("traceparent"), value("tracestate"), arrival);
-      if (request->trace) request->trace->Stamp(TraceStage::kRequestStart);
-    }
+    StartTrace(services_, context_->client_metadata(), TraceProtocol::kGrpcStream, arrival, request.get());
     bool cancelled;
     {
       std::lock_guard lock(mu_);

@@ -55,6 +55,11 @@ void ApplyCallDeadline(std::chrono::system_clock::time_point call_deadline, Infe
 // request sets it), as HTTP's header of that name does.
 void ApplyRouteKey(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata, InferenceRequest* request);
 
+// Samples the request for tracing (services.tracer, when set) under the call's W3C context (`traceparent` and
+// `tracestate` metadata), and stamps its hand-off to the engine. A stream's requests share their call's context.
+void StartTrace(const InferServices& services, const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                TraceProtocol protocol, SteadyTime arrival, InferenceRequest* request);
+
 // Runs `encode` now when the outputs are small, else on the encoder's threads, so that the engine's thread that
 // delivered the result goes back to inference at once.
 void EncodeSoonAfter(const InferServices& services, const Result<InferenceResponse>& result,

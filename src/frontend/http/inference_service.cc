@@ -477,7 +477,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   }
   InferBody body{content->bytes(), content, *json_size, options_.shared_memory};
   std::shared_ptr<RequestTrace> trace;
-  if (options_.tracer != nullptr) {
+  if (options_.tracer != nullptr && options_.tracer->active()) {
     trace = options_.tracer->MaybeStart(route->model, TraceProtocol::kHttp, request.header("traceparent"),
                                         request.header("tracestate"), request.arrival);
     if (trace) trace->Stamp(TraceStage::kRecvEnd);  // the handler runs once the body is read
