@@ -9,7 +9,10 @@ fuzz/<target>_fuzz.cc). The gRPC seeds are written as text-format messages here 
 Usage: python3 fuzz/make_seeds.py   (from any directory; needs protoc)
 """
 
+import base64
 import gzip
+import hashlib
+import hmac
 import json
 import pathlib
 import re
@@ -492,6 +495,75 @@ def trace_context_seeds():
                      "count=9223372036854775808", "opentelemetry,url=https://h", "bsp_max_queue_size=10"]))
 
 
+# --- credentials: "<parser digit>" then an Authorization value, a key file, a JWKS, a token, or "<header>\n<payload>" -
+
+# The target's fixed key set (fuzz/credentials_fuzz.cc): the public halves of an RSA and a P-256 key made for it, and an
+# oct key whose secret the target signs with.
+CREDENTIALS_SECRET = b"weft-fuzz-hs256-secret-32-bytes!"
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data if isinstance(data, bytes) else data.encode()).rstrip(b"=").decode()
+
+
+CREDENTIALS_JWKS = {"keys": [
+    {"kty": "RSA", "kid": "rsa-1", "e": "AQAB",
+     "n": "swqHIpA1VN4U41iGI-NSbr5LG7tq4qOcSrnaZqnFmgWpZDbVkED65sG4KCWjpwtW-5__CH0s5VG4jejClIDh1RE_DYmY0Oywq3oi"
+          "mdzc1uMVW6JR2U3TLcqBDmnJz53mHYJfzgxoyKQEimPwSTo_jDtz0jSgwYKFNhfJ-Qmay0e6UE_wvhLQCvkPLCAh05lTurqzI-IV"
+          "rTesvFM6tPtI3y2NGsFAAp8ezv41NnO5sMLL6ocSmuCFRl3PqpoG-tIg4xurFbAMC5DRth32ug1ZfPWfSj8F1M9NKaJbOkwbnuyZ"
+          "P-ms_iGX78deMO7D7jXm0otSyrQ2EwIIKq1VW9SSIw"},
+    {"kty": "EC", "kid": "ec-1", "crv": "P-256", "x": "OeaoouHQ_maZTjjQBKIwv7pL5PFIo1GhmUsA5VK2Zvk",
+     "y": "l-1Y2m7JYjCxf_3Ck6ZTYXTARFE_I25HTjchmheO3To"},
+    {"kty": "oct", "kid": "oct-1", "k": b64url(CREDENTIALS_SECRET)}]}
+# The claims the target's policy accepts (issuer, audience), valid until 2100.
+GOOD_CLAIMS = {"iss": "https://issuer.example", "aud": "weft", "sub": "camera-7", "exp": 4102444800, "nbf": 1600000000,
+               "scope": "infer:detector metadata openid"}
+
+
+def hs256_token(header, payload, secret=CREDENTIALS_SECRET):
+    signed = b64url(j(header)) + "." + b64url(j(payload))
+    return signed + "." + b64url(hmac.new(secret, signed.encode(), hashlib.sha256).digest())
+
+
+def credentials(name, parser, text):
+    write("credentials", name, str(parser) + text)
+
+
+def credentials_seeds():
+    good = hs256_token({"alg": "HS256", "typ": "JWT", "kid": "oct-1"}, GOOD_CLAIMS)
+    credentials("bearer_jwt", 0, "Bearer " + good)
+    credentials("bearer_api_key", 0, "bearer q1_Lw3-ZsPz4x8bVf5Y2nT0oR7cJm6kAeHdUgSiXyW9")
+    credentials("bearer_token68_padding", 0, "  BEARER  abc.def~ghi+jkl/mno==  ")
+    credentials("basic", 0, "Basic dXNlcjpwYXNzd29yZA==")
+    credentials("key_file", 1, j({"keys": [
+        {"id": "cam-ingest", "sha256": hashlib.sha256(b"secret").hexdigest(), "scopes": ["infer:detector"],
+         "rate": 100, "burst": 200},
+        {"id": "camera-7", "subject": "CN=camera-7,O=acme", "scopes": ["infer", "metadata"]},
+        {"id": "ops", "sha256": hashlib.sha256(b"ops").hexdigest().upper(), "subject": "CN=ops", "scopes": ["admin"],
+         "rate": 0.5}]}))
+    credentials("key_file_refused", 1, j({"keys": [
+        {"id": "a", "subject": "CN=a", "scopes": ["inference"], "burst": 5},
+        {"id": "a", "sha256": "00", "scopes": [], "secret": "x"}]}))
+    credentials("jwks", 2, j(CREDENTIALS_JWKS))
+    credentials("jwks_skipped_and_refused", 2, j({"keys": [
+        dict(CREDENTIALS_JWKS["keys"][0], use="enc", alg="RSA-OAEP"),
+        dict(CREDENTIALS_JWKS["keys"][1], crv="P-384"),
+        {"kty": "oct", "k": b64url(b"short")}]}))
+    credentials("jwt_hs256", 3, good)
+    credentials("jwt_no_kid", 3, hs256_token({"alg": "HS256"}, GOOD_CLAIMS))
+    credentials("jwt_alg_none", 3, b64url(j({"alg": "none"})) + "." + b64url(j(GOOD_CLAIMS)) + ".")
+    credentials("jwt_rs256_unverified", 3, b64url(j({"alg": "RS256", "kid": "rsa-1"})) + "." + b64url(j(GOOD_CLAIMS)) +
+                "." + b64url(bytes(256)))
+    credentials("jwt_es256_unverified", 3, b64url(j({"alg": "ES256", "kid": "ec-1"})) + "." + b64url(j(GOOD_CLAIMS)) +
+                "." + b64url(bytes(64)))
+    credentials("signed_good", 4, j({"alg": "HS256", "kid": "oct-1"}) + "\n" + j(GOOD_CLAIMS))
+    credentials("signed_aud_array", 4, j({"alg": "HS256"}) + "\n" + j(dict(GOOD_CLAIMS, aud=["other", "weft"])))
+    credentials("signed_expired", 4, j({"alg": "HS256"}) + "\n" + j(dict(GOOD_CLAIMS, exp=1699999900)))
+    credentials("signed_refused_claims", 4, j({"alg": "HS256", "crit": ["b64"]}) + "\n" +
+                j({"exp": "soon", "nbf": 1e300, "iss": 5, "aud": [1], "sub": None, "scope": ["admin"]}))
+    credentials("signed_wrong_alg", 4, j({"alg": "RS256", "kid": "oct-1"}) + "\n" + j(GOOD_CLAIMS))
+
+
 # --- dictionaries: words libFuzzer splices into inputs ------------------------------------------------------------
 
 DATATYPES = [t for t, _, _ in EVERY_TYPE]
@@ -560,6 +632,16 @@ def dictionaries():
                   "4294967297", "9223372036854775807", "9223372036854775808", "18446744073709551615",
                   "18446744073709551616", "1.5"]
                + ['":', '": "', '": [', '"]', '", "', "{}", "[]"])
+    write_dict("credentials.dict", "credentials_fuzz: Authorization schemes, key file and JWK members, JOSE names.",
+               ["Bearer ", "bearer ", "Basic ", "=", "==", ".", "\n", "0", "1", "2", "3", "4"]
+               + ['"%s"' % w for w in ("keys", "id", "sha256", "subject", "scopes", "rate", "burst", "infer",
+                                       "infer:detector", "metadata", "shm", "admin", "metrics", "kty", "kid", "use",
+                                       "sig", "enc", "alg", "n", "e", "crv", "x", "y", "k", "RSA", "EC", "oct",
+                                       "P-256", "RS256", "ES256", "HS256", "none", "rsa-1", "ec-1", "oct-1", "typ",
+                                       "JWT", "crit", "exp", "nbf", "iss", "aud", "sub", "scope",
+                                       "https://issuer.example", "weft")]
+               + ["eyJ", "AQAB", "1700000000", "1699999940", "1700000060", "4102444800", "-1", "1e300", "0.5",
+                  '":', '": "', '": [', '"]', '", "', "{}", "[]", "null", "true"])
     write_dict("grpc.dict", "grpc_infer_request_fuzz: strings of inference.ModelInferRequest.",
                REQUEST_WORDS + ["1", "7", "-1", "0"]
                + [varint(n).decode("latin-1") for n in (2**61, 2**61 + 1, 2**62, 2**62 + 1, 2**62 + 2, 2**63 - 1)]
@@ -603,6 +685,7 @@ def main():
     config_seeds()
     content_coding_seeds()
     trace_context_seeds()
+    credentials_seeds()
     dictionaries()
     for target in sorted(CORPUS.iterdir()):
         files = list(target.iterdir())

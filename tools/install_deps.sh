@@ -11,8 +11,8 @@ PACKAGES=(
   libtorch-dev libopencv-dnn-dev libssl-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-16 libfuzzer-16-dev libclang-rt-16-dev llvm-16
-  python3-torch python3-numpy python3-grpcio python3-grpc-tools
-  curl wrk
+  python3-torch python3-numpy python3-grpcio python3-grpc-tools python3-cryptography
+  curl wrk openssl
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

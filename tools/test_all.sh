@@ -17,15 +17,15 @@ for preset in release asan; do
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "build/$preset" --output-on-failure -j2 --timeout 600
 done
-# ThreadSanitizer on the threaded core (scheduler, engine, live repository, breakers, HTTP server). libtorch, OpenCV and
-# protobuf are not built with TSan (protobuf's headers even lay its classes out differently under TSan), so this build
-# leaves them out and runs only tests that do not use them.
+# ThreadSanitizer on the threaded core (scheduler, engine, live repository, breakers, HTTP server, rate limiter).
+# libtorch, OpenCV and protobuf are not built with TSan (protobuf's headers even lay its classes out differently under
+# TSan), so this build leaves them out and runs only tests that do not use them.
 echo "=== build tsan ($(($(date +%s) - start)) s)"
 cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=thread -DWEFT_WITH_TORCH=OFF \
   -DWEFT_WITH_OPENCV=OFF -DCMAKE_CXX_FLAGS_DEBUG="$WEFT_DEBUG_INFO" >/dev/null
 tsan_tests=(scheduler_unit_test scheduler_test engine_test http_server_test device_test device_cpu_test multiplexer_test
   live_repository_test version_plan_test repository_watcher_test scheduler_oom_test scheduler_hang_test
-  engine_resilience_test circuit_breaker_test tracer_test trace_context_test)
+  engine_resilience_test circuit_breaker_test tracer_test trace_context_test auth_test)
 ninja -C build/tsan -j"$(nproc)" "${tsan_tests[@]}"
 echo "=== test tsan ($(($(date +%s) - start)) s)"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

@@ -192,6 +192,52 @@ int main(int argc, char** argv) {
                    "RESOURCE_EXHAUSTED / 429")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, weft::GuardedMapping::kMaxMappings));
+  serve_cmd->add_option("--shared-memory-prefix", serve.shared_memory_prefix,
+                        "Shared memory regions may only name objects whose name starts with this (without the "
+                        "leading '/'); others are refused with 403 / PERMISSION_DENIED");
+  serve_cmd->add_option("--shared-memory-owner-uid", serve.shared_memory_owner_uids,
+                        "Shared memory regions may only name objects owned by this uid (repeatable)");
+
+  // Security (docs/security.md).
+  serve_cmd
+      ->add_option("--auth-keys", serve.auth_keys,
+                   "API key file (JSON: ids, SHA-256 of the secrets, scopes, rate limits); turns "
+                   "authentication on; read again when it changes")
+      ->check(CLI::ExistingFile);
+  serve_cmd
+      ->add_option("--auth-jwks", serve.auth_jwks,
+                   "JSON Web Key Set (RFC 7517) that bearer JWTs are checked against (RS256, ES256, HS256); "
+                   "turns authentication on; read again when it changes")
+      ->check(CLI::ExistingFile);
+  serve_cmd->add_option("--auth-jwt-issuer", serve.auth_jwt_issuer, "The `iss` a JWT must carry");
+  serve_cmd->add_option("--auth-jwt-audience", serve.auth_jwt_audience, "An `aud` a JWT must carry");
+  serve_cmd
+      ->add_option("--auth-jwt-clock-skew-secs", serve.auth_jwt_clock_skew_secs,
+                   "Seconds of clock skew allowed on a JWT's exp and nbf")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600));
+  serve_cmd->add_flag("--auth-protect-health", serve.auth_protect_health,
+                      "The health checks need a credential too (any scope); by default they stay open for probes");
+  serve_cmd->add_option("--rate-limit", serve.rate_limit,
+                        "RATE[:BURST]: requests per second (token bucket) for every caller without a limit of its "
+                        "own in the key file, anonymous callers by address; over it: 429 / RESOURCE_EXHAUSTED");
+  serve_cmd
+      ->add_option("--tls-cert", serve.tls_cert,
+                   "PEM certificate chain: the HTTP, gRPC and metrics ports speak TLS (1.2 and later); read "
+                   "again when it changes")
+      ->check(CLI::ExistingFile);
+  serve_cmd->add_option("--tls-key", serve.tls_key, "The PEM private key of --tls-cert")->check(CLI::ExistingFile);
+  serve_cmd
+      ->add_option("--tls-client-ca", serve.tls_client_ca,
+                   "PEM CA certificates that client certificates must chain to (mutual TLS); a client "
+                   "certificate's subject can name a key in --auth-keys")
+      ->check(CLI::ExistingFile);
+  serve_cmd
+      ->add_option("--tls-client-auth", serve.tls_client_auth,
+                   "With --tls-client-ca: required (refuse clients without a certificate) or optional")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"required", "optional"}));
+
   serve_cmd->add_option("--http-threads", serve.http_threads, "I/O threads of the HTTP server")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));

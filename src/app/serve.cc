@@ -13,6 +13,8 @@
 #include <fstream>
 #include <thread>
 
+#include "auth/gatekeeper.h"
+#include "auth/tls_files.h"
 #include "backends/backends.h"
 #include "base/log.h"
 #include "device/cuda/cuda_device.h"
@@ -38,6 +40,52 @@ Result<std::unique_ptr<Device>> OpenServeDevice(const ServeOptions& options) {
   int workers = options.cpu_workers;
   if (workers <= 0) workers = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
   return OpenDevice({.choice = choice, .cpu_workers = workers, .poll_high_completions = options.poll_high_completions});
+}
+
+// The --auth-* and --rate-limit flags.
+Result<GatekeeperOptions> GatekeeperOptionsFor(const ServeOptions& options) {
+  GatekeeperOptions g;
+  g.keys_file = options.auth_keys;
+  g.jwks_file = options.auth_jwks;
+  g.jwt.issuer = options.auth_jwt_issuer;
+  g.jwt.audience = options.auth_jwt_audience;
+  if (options.auth_jwt_clock_skew_secs < 0) return InvalidArgument("--auth-jwt-clock-skew-secs must be >= 0");
+  g.jwt.clock_skew = std::chrono::seconds(options.auth_jwt_clock_skew_secs);
+  g.protect_health = options.auth_protect_health;
+  if (g.protect_health && g.keys_file.empty() && g.jwks_file.empty()) {
+    return InvalidArgument("--auth-protect-health needs --auth-keys or --auth-jwks");
+  }
+  if ((!g.jwt.issuer.empty() || !g.jwt.audience.empty()) && g.jwks_file.empty()) {
+    return InvalidArgument("--auth-jwt-issuer and --auth-jwt-audience need --auth-jwks");
+  }
+  if (!options.rate_limit.empty()) {
+    Result<RateLimit> limit = ParseRateLimit(options.rate_limit);
+    if (!limit.ok()) return InvalidArgument("--rate-limit: " + limit.status().message());
+    g.default_limit = *limit;
+  }
+  return g;
+}
+
+// The --tls-* flags.
+Result<TlsFiles> TlsFilesFor(const ServeOptions& options) {
+  TlsFiles tls{.cert_file = options.tls_cert,
+               .key_file = options.tls_key,
+               .client_ca_file = options.tls_client_ca,
+               .require_client_cert = options.tls_client_auth == "required"};
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return InvalidArgument("--tls-cert and --tls-key go together");
+  }
+  if (!options.tls_client_ca.empty() && options.tls_cert.empty()) {
+    return InvalidArgument("--tls-client-ca needs --tls-cert and --tls-key");
+  }
+  if (options.tls_client_auth != "required" && options.tls_client_auth != "optional") {
+    return InvalidArgument("--tls-client-auth must be required or optional, got '" + options.tls_client_auth + "'");
+  }
+  return tls;
+}
+
+bool IsLoopback(const std::string& address) {
+  return address == "127.0.0.1" || address == "::1" || address == "localhost" || address.starts_with("127.");
 }
 
 MultiplexerOptions MultiplexerOptionsFor(const ServeOptions& options, const Device& device) {
@@ -167,6 +215,17 @@ int RunServe(const ServeOptions& options) {
     return 1;
   }
 
+  Result<GatekeeperOptions> gatekeeper_options = GatekeeperOptionsFor(options);
+  if (!gatekeeper_options.ok()) {
+    WEFT_LOG(Error) << gatekeeper_options.status().message();
+    return 1;
+  }
+  Result<TlsFiles> tls = TlsFilesFor(options);
+  if (!tls.ok()) {
+    WEFT_LOG(Error) << tls.status().message();
+    return 1;
+  }
+
   auto device = OpenServeDevice(options);
   if (!device.ok()) {
     WEFT_LOG(Error) << "cannot open the device: " << device.status().message();
@@ -177,6 +236,12 @@ int RunServe(const ServeOptions& options) {
   metrics.SetLatencySummaries(*latency_summaries);
   // Outlives the engine and the frontends (the requests' traces hold its core, not it).
   Tracer tracer(*trace_settings, &metrics);
+  // Outlives the frontends, which ask it about every request.
+  Result<std::unique_ptr<Gatekeeper>> gatekeeper = Gatekeeper::Create(*std::move(gatekeeper_options), &metrics);
+  if (!gatekeeper.ok()) {
+    WEFT_LOG(Error) << "authentication: " << gatekeeper.status().message();
+    return 1;
+  }
   // Destroyed by the shutdown thread, which the main thread does not wait for past the exit timeout.
   auto engine = std::make_unique<Engine>(Engine::Options{.max_queue_per_model = options.max_queue_per_model,
                                                          .max_queued_bytes = options.max_queued_bytes,
@@ -209,18 +274,24 @@ int RunServe(const ServeOptions& options) {
   std::unique_ptr<SharedMemoryRegistry> shared_memory;
   if (options.allow_shared_memory) {
     shared_memory = std::make_unique<SharedMemoryRegistry>(
-        SharedMemoryRegistry::Options{.max_regions = options.max_shared_memory_regions});
+        SharedMemoryRegistry::Options{.max_regions = options.max_shared_memory_regions,
+                                      .key_prefix = options.shared_memory_prefix,
+                                      .allowed_owner_uids = options.shared_memory_owner_uids});
   }
   InferenceService inference(engine.get(), &metrics,
                              {.shared_memory = shared_memory.get(),
                               .repository = repository.get(),
                               .max_inflated_body_bytes = options.max_request_body_bytes,
-                              .tracer = &tracer});
-  MetricsService metrics_service(&metrics, {.triton_families = options.triton_metrics});
+                              .tracer = &tracer,
+                              .gatekeeper = gatekeeper->get()});
+  MetricsService metrics_service(&metrics,
+                                 {.triton_families = options.triton_metrics, .gatekeeper = gatekeeper->get()});
   GrpcServer grpc({.address = options.http_address,
                    .port = options.grpc_port,
                    .max_message_bytes = static_cast<int64_t>(options.max_request_body_bytes),
-                   .tracer = &tracer},
+                   .tracer = &tracer,
+                   .gatekeeper = gatekeeper->get(),
+                   .tls = *tls},
                   engine.get(), &metrics, shared_memory.get(), repository.get());
 
   HttpServer http({.address = options.http_address,
@@ -228,12 +299,16 @@ int RunServe(const ServeOptions& options) {
                    .io_threads = options.http_threads,
                    .max_body_bytes = options.max_request_body_bytes,
                    .max_connections = max_connections,
-                   .max_unsent_response_bytes = options.max_unsent_response_bytes},
+                   .max_unsent_response_bytes = options.max_unsent_response_bytes,
+                   .tls = *tls},
                   &inference);
   // Scrapes are few and small: a fixed limit keeps the descriptors for the inference port.
-  HttpServer metrics_http(
-      {.address = options.http_address, .port = options.metrics_port, .io_threads = 1, .max_connections = 64},
-      &metrics_service);
+  HttpServer metrics_http({.address = options.http_address,
+                           .port = options.metrics_port,
+                           .io_threads = 1,
+                           .max_connections = 64,
+                           .tls = *tls},
+                          &metrics_service);
   if (Status s = http.Start(); !s.ok()) {
     WEFT_LOG(Error) << "HTTP server: " << s.message();
     return 1;
@@ -251,7 +326,13 @@ int RunServe(const ServeOptions& options) {
                  << ", metrics on port " << metrics_http.port() << "; ready in " << ms << " ms"
                  << (engine->Ready() ? "" : " (some models are unavailable)")
                  << (shared_memory ? "; system shared memory is on" : "") << "; at most " << max_connections
-                 << " HTTP connections";
+                 << " HTTP connections" << (tls->enabled() ? "; TLS" : "")
+                 << ((*gatekeeper)->authenticates() ? "; authentication on" : "");
+  if (!(*gatekeeper)->authenticates() && !IsLoopback(options.http_address)) {
+    WEFT_LOG(Warning) << "authentication is off and the ports listen on " << options.http_address
+                      << ": anyone who reaches them may infer, load and unload models (--auth-keys, --auth-jwks; "
+                         "docs/security.md)";
+  }
 
   // The shutdown, as Kubernetes expects it: readiness false at once, the drain delay while load balancers take
   // the server out, then no new connections and the requests on the wire answered, all within the exit timeout.

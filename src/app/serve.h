@@ -27,6 +27,24 @@ struct ServeOptions {
   bool allow_shared_memory = false;
   // Regions registered at once over both protocols; each holds a descriptor and a mapping.
   size_t max_shared_memory_regions = 1024;
+  // Regions may only name objects whose name starts with this (without the leading '/'); empty = any.
+  std::string shared_memory_prefix;
+  // Regions may only name objects owned by one of these uids; empty = any owner.
+  std::vector<uint32_t> shared_memory_owner_uids;
+
+  // Security (docs/security.md): authentication is on when a key file or a JWKS is given.
+  std::string auth_keys;              // --auth-keys: the API key file, read again when it changes
+  std::string auth_jwks;              // --auth-jwks: the JSON Web Key Set that JWTs are checked against
+  std::string auth_jwt_issuer;        // --auth-jwt-issuer: the `iss` a JWT must carry (empty: any)
+  std::string auth_jwt_audience;      // --auth-jwt-audience: an `aud` a JWT must carry (empty: any)
+  int auth_jwt_clock_skew_secs = 60;  // allowed on a JWT's exp and nbf
+  bool auth_protect_health = false;   // the health checks need a credential too
+  std::string rate_limit;             // --rate-limit RATE[:BURST]: the default bucket of every caller; empty = none
+  std::string tls_cert;               // --tls-cert: PEM certificate chain of the HTTP, gRPC and metrics ports
+  std::string tls_key;                // --tls-key: its private key
+  std::string tls_client_ca;          // --tls-client-ca: CAs of client certificates (mTLS)
+  std::string tls_client_auth = "required";  // --tls-client-auth: required or optional, with --tls-client-ca
+
   // Where batches run (docs/architecture.md, "Device layer"): "auto" (CUDA when a GPU is found, else the CPU
   // device, with a log line), "cpu" or "cuda".
   std::string device = "auto";

@@ -23,10 +23,12 @@ enum class StatusCode : uint8_t {
   kUnimplemented,      // a valid request for a feature this server lacks
   kInternal,           // a broken invariant or a runtime fault; a bug or an environment problem
   kOutOfMemory,        // a model's execution could not allocate (device or host memory); the server's fault
+  kUnauthenticated,    // no credential, or one that is not valid (unknown key, bad signature, expired)
+  kPermissionDenied,   // a valid credential without the scope the route needs
 };
 
 // The last code: arrays indexed by code have kStatusCodeCount entries.
-inline constexpr size_t kStatusCodeCount = static_cast<size_t>(StatusCode::kOutOfMemory) + 1;
+inline constexpr size_t kStatusCodeCount = static_cast<size_t>(StatusCode::kPermissionDenied) + 1;
 
 std::string_view StatusCodeName(StatusCode code);
 
@@ -70,6 +72,8 @@ inline Status Aborted(std::string m) { return Status(StatusCode::kAborted, std::
 inline Status Unimplemented(std::string m) { return Status(StatusCode::kUnimplemented, std::move(m)); }
 inline Status Internal(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
 inline Status OutOfMemory(std::string m) { return Status(StatusCode::kOutOfMemory, std::move(m)); }
+inline Status Unauthenticated(std::string m) { return Status(StatusCode::kUnauthenticated, std::move(m)); }
+inline Status PermissionDenied(std::string m) { return Status(StatusCode::kPermissionDenied, std::move(m)); }
 
 }  // namespace weft
 

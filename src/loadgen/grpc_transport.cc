@@ -43,6 +43,8 @@ Status FromGrpc(const grpc::Status& s, const std::string& what) {
     case grpc::StatusCode::NOT_FOUND: return NotFound(message);
     case grpc::StatusCode::INVALID_ARGUMENT: return InvalidArgument(message);
     case grpc::StatusCode::UNIMPLEMENTED: return Unimplemented(message);
+    case grpc::StatusCode::UNAUTHENTICATED: return Unauthenticated(message);
+    case grpc::StatusCode::PERMISSION_DENIED: return PermissionDenied(message);
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::DEADLINE_EXCEEDED: return Unavailable(message);
     default: return Internal(message);

@@ -30,7 +30,9 @@ CallOutcome ClassifyForBreaker(const Status& status) {
     case StatusCode::kDeadlineExceeded:
     case StatusCode::kCancelled:
     case StatusCode::kAborted:
-    case StatusCode::kUnimplemented: return CallOutcome::kIgnored;
+    case StatusCode::kUnimplemented:
+    case StatusCode::kUnauthenticated:
+    case StatusCode::kPermissionDenied: return CallOutcome::kIgnored;
   }
   return CallOutcome::kIgnored;
 }

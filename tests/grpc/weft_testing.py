@@ -73,11 +73,16 @@ def load_reference(model):
 class WeftServer:
     """`weft serve` on ports chosen by the kernel (the startup line names them); stopped with SIGTERM."""
 
-    def __init__(self, repository=None, extra_args=(), preexec_fn=None):
-        """`preexec_fn` runs in the child before it executes weft (e.g. to lower RLIMIT_NOFILE)."""
+    def __init__(self, repository=None, extra_args=(), preexec_fn=None, channel_credentials=None,
+                 channel_metadata=()):
+        """`preexec_fn` runs in the child before it executes weft (e.g. to lower RLIMIT_NOFILE).
+        `channel_credentials` (grpc.ssl_channel_credentials) makes `channel` a TLS channel to 127.0.0.1 checked for
+        the name "localhost"; `channel_metadata` is sent with the readiness check of the channel (a credential)."""
         self.repository = repository or os.path.join(EXAMPLES, "models")
         self.extra_args = list(extra_args)
         self.preexec_fn = preexec_fn
+        self.channel_credentials = channel_credentials
+        self.channel_metadata = list(channel_metadata)
         self.log = []
         self.process = None
 
@@ -104,9 +109,13 @@ class WeftServer:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.process.kill()
                 raise RuntimeError("weft serve did not start:\n" + "".join(self.log))
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.grpc_port}",
-                                             options=[("grpc.max_receive_message_length", 256 << 20),
-                                                      ("grpc.max_send_message_length", 256 << 20)])
+        options = [("grpc.max_receive_message_length", 256 << 20), ("grpc.max_send_message_length", 256 << 20)]
+        if self.channel_credentials is None:
+            self.channel = grpc.insecure_channel(f"127.0.0.1:{self.grpc_port}", options=options)
+        else:
+            options.append(("grpc.ssl_target_name_override", "localhost"))
+            self.channel = grpc.secure_channel(f"127.0.0.1:{self.grpc_port}", self.channel_credentials,
+                                               options=options)
         grpc.channel_ready_future(self.channel).result(timeout=RPC_TIMEOUT)
         self.stub = pb_grpc.GRPCInferenceServiceStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)

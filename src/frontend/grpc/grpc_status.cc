@@ -18,6 +18,8 @@ grpc::StatusCode GrpcCodeFor(StatusCode code) {
     case StatusCode::kUnimplemented: return grpc::StatusCode::UNIMPLEMENTED;
     case StatusCode::kInternal: return grpc::StatusCode::INTERNAL;
     case StatusCode::kOutOfMemory: return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case StatusCode::kUnauthenticated: return grpc::StatusCode::UNAUTHENTICATED;
+    case StatusCode::kPermissionDenied: return grpc::StatusCode::PERMISSION_DENIED;
   }
   return grpc::StatusCode::INTERNAL;
 }

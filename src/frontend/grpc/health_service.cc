@@ -2,6 +2,9 @@
 
 #include <optional>
 
+#include "frontend/grpc/grpc_status.h"
+#include "frontend/grpc/stream_infer.h"
+
 namespace weft {
 
 using grpc::health::v1::HealthCheckResponse;
@@ -77,15 +80,35 @@ class GrpcHealthService::WatchReactor final : public grpc::ServerWriteReactor<He
   bool finished_ = false;                                      // guarded by mu_
 };
 
+namespace {
+
+// A Watch without the credential that protected health checks need: finished at once.
+class RefusedWatch final : public grpc::ServerWriteReactor<HealthCheckResponse> {
+ public:
+  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
 HealthCheckResponse::ServingStatus GrpcHealthService::Status() const {
   return !draining_.load(std::memory_order_relaxed) && engine_->Ready() ? HealthCheckResponse::SERVING
                                                                         : HealthCheckResponse::NOT_SERVING;
+}
+
+weft::Status GrpcHealthService::Admit(const grpc::CallbackServerContext& context, std::string_view method) const {
+  return AdmitCall(InferServices{.gatekeeper = gatekeeper_}, context, Permission::kHealth, {}, method).status;
 }
 
 grpc::ServerUnaryReactor* GrpcHealthService::Check(grpc::CallbackServerContext* context,
                                                    const grpc::health::v1::HealthCheckRequest* request,
                                                    HealthCheckResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (weft::Status admitted = Admit(*context, "Health/Check"); !admitted.ok()) {
+    counters_->Count(GrpcEndpoint::kHealth, admitted.code());
+    reactor->Finish(ToGrpcStatus(admitted));
+    return reactor;
+  }
   if (!KnownService(request->service())) {
     counters_->Count(GrpcEndpoint::kHealth, StatusCode::kNotFound);
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service '" + request->service() + "'"));
@@ -98,7 +121,11 @@ grpc::ServerUnaryReactor* GrpcHealthService::Check(grpc::CallbackServerContext* 
 }
 
 grpc::ServerWriteReactor<HealthCheckResponse>* GrpcHealthService::Watch(
-    grpc::CallbackServerContext*, const grpc::health::v1::HealthCheckRequest* request) {
+    grpc::CallbackServerContext* context, const grpc::health::v1::HealthCheckRequest* request) {
+  if (weft::Status admitted = Admit(*context, "Health/Watch"); !admitted.ok()) {
+    counters_->Count(GrpcEndpoint::kHealth, admitted.code());
+    return new RefusedWatch(ToGrpcStatus(admitted));
+  }
   counters_->Count(GrpcEndpoint::kHealth, StatusCode::kOk);
   if (!KnownService(request->service())) return new WatchReactor(nullptr, HealthCheckResponse::SERVICE_UNKNOWN);
   std::lock_guard lock(mu_);

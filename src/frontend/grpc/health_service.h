@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "auth/gatekeeper.h"
 #include "engine/engine.h"
 #include "frontend/grpc/request_counters.h"
 #include "health.grpc.pb.h"
@@ -21,8 +22,10 @@ class GrpcHealthService final : public grpc::health::v1::Health::CallbackService
  public:
   class WatchReactor;
 
-  // `engine` and `counters` must outlive the service and every call.
-  GrpcHealthService(const Engine* engine, GrpcRequestCounters* counters) : engine_(engine), counters_(counters) {}
+  // `engine` and `counters` must outlive the service and every call; `gatekeeper` too, or null. The checks are open
+  // unless the gatekeeper protects health (--auth-protect-health).
+  GrpcHealthService(const Engine* engine, GrpcRequestCounters* counters, Gatekeeper* gatekeeper = nullptr)
+      : engine_(engine), counters_(counters), gatekeeper_(gatekeeper) {}
 
   grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* context,
                                   const grpc::health::v1::HealthCheckRequest* request,
@@ -40,8 +43,12 @@ class GrpcHealthService final : public grpc::health::v1::Health::CallbackService
   grpc::health::v1::HealthCheckResponse::ServingStatus Status() const;
   void Forget(WatchReactor* watch);
 
+  // Ok, or why the call is refused.
+  weft::Status Admit(const grpc::CallbackServerContext& context, std::string_view method) const;
+
   const Engine* const engine_;
   GrpcRequestCounters* const counters_;
+  Gatekeeper* const gatekeeper_;
   std::atomic<bool> draining_{false};
   std::mutex mu_;
   // Watches of a known service, until their OnDone; a reactor is deleted only after it has left this set.

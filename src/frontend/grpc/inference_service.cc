@@ -59,6 +59,13 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   const std::shared_ptr<RequestTrace> trace_;
 };
 
+// A ModelStreamInfer call without a valid credential: finished at once, before anything is read.
+class RefusedStream final : public grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse> {
+ public:
+  explicit RefusedStream(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 Status RepositoryOff() { return Unimplemented("the model repository extension is not enabled on this server"); }
 
 Status SharedMemoryOff() {
@@ -82,20 +89,37 @@ GrpcInferenceService::Reactor* GrpcInferenceService::Answer(Context* context, Gr
   return reactor;
 }
 
+GrpcInferenceService::Reactor* GrpcInferenceService::Refuse(Context* context, GrpcEndpoint endpoint,
+                                                            Permission permission, std::string_view model,
+                                                            std::string_view method, Admission* admitted) {
+  Admission admission = AdmitCall(services_, *context, permission, model, method);
+  if (!admission.status.ok()) return Answer(context, endpoint, admission.status);
+  if (admitted != nullptr) *admitted = std::move(admission);
+  return nullptr;
+}
+
+void GrpcInferenceService::Audit(const Admission& admission, std::string_view method, const Status& outcome) const {
+  if (services_.gatekeeper == nullptr || !services_.gatekeeper->active()) return;
+  services_.gatekeeper->AuditAdmin(admission, method, StatusCodeName(outcome.code()));
+}
+
 GrpcInferenceService::Reactor* GrpcInferenceService::ServerLive(Context* c, const ServerLiveRequest*,
                                                                 ServerLiveResponse* r) {
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kHealth, Permission::kHealth, {}, "ServerLive")) return refused;
   r->set_live(true);
   return Answer(c, GrpcEndpoint::kHealth, Status::Ok());
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::ServerReady(Context* c, const ServerReadyRequest*,
                                                                  ServerReadyResponse* r) {
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kHealth, Permission::kHealth, {}, "ServerReady")) return refused;
   r->set_ready(!draining_.load(std::memory_order_relaxed) && services_.engine->Ready());
   return Answer(c, GrpcEndpoint::kHealth, Status::Ok());
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::ModelReady(Context* c, const ModelReadyRequest* q,
                                                                 ModelReadyResponse* r) {
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kModelReady, Permission::kMetadata, {}, "ModelReady")) return refused;
   Result<int64_t> version = ParseModelVersion(q->name(), q->version());
   if (!version.ok()) return Answer(c, GrpcEndpoint::kModelReady, version.status());
   // Not ready, not an error, for a model or version that is unknown, as in Triton: a client that unloaded a model
@@ -107,6 +131,9 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ModelReady(Context* c, cons
 
 GrpcInferenceService::Reactor* GrpcInferenceService::ServerMetadata(Context* c, const ServerMetadataRequest*,
                                                                     ServerMetadataResponse* r) {
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kServerMetadata, Permission::kMetadata, {}, "ServerMetadata")) {
+    return refused;
+  }
   r->set_name(options_.server_name);
   r->set_version(options_.server_version.empty() ? WEFT_VERSION : options_.server_version);
   for (const char* e : {"classification", "logging", "model_configuration", "parameters", "statistics", "trace"})
@@ -121,21 +148,31 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ServerMetadata(Context* c, 
 
 GrpcInferenceService::Reactor* GrpcInferenceService::ModelMetadata(Context* c, const ModelMetadataRequest* q,
                                                                    ModelMetadataResponse* r) {
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kModelMetadata, Permission::kMetadata, {}, "ModelMetadata")) {
+    return refused;
+  }
   return Answer(c, GrpcEndpoint::kModelMetadata, FillModelMetadata(*services_.engine, *q, r));
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::ModelConfig(Context* c, const ModelConfigRequest* q,
                                                                  ModelConfigResponse* r) {
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kModelConfig, Permission::kMetadata, {}, "ModelConfig"))
+    return refused;
   return Answer(c, GrpcEndpoint::kModelConfig, FillModelConfig(*services_.engine, *q, r));
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::ModelStatistics(Context* c, const ModelStatisticsRequest* q,
                                                                      ModelStatisticsResponse* r) {
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kModelStatistics, Permission::kMetadata, {}, "ModelStatistics")) {
+    return refused;
+  }
   return Answer(c, GrpcEndpoint::kModelStatistics, FillModelStatistics(*services_.engine, *q, r));
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryIndex(Context* c, const RepositoryIndexRequest* q,
                                                                      RepositoryIndexResponse* r) {
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kRepository, Permission::kAdmin, {}, "RepositoryIndex"))
+    return refused;
   if (!repository_) return Answer(c, GrpcEndpoint::kRepository, RepositoryOff());
   for (LiveRepository::IndexEntry& e : repository_->Index(q->ready())) {
     auto* model = r->add_models();
@@ -147,8 +184,11 @@ GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryIndex(Context* c,
   return Answer(c, GrpcEndpoint::kRepository, Status::Ok());
 }
 
-GrpcInferenceService::Reactor* GrpcInferenceService::ModelInfer(Context* c, const ModelInferRequest*,
+GrpcInferenceService::Reactor* GrpcInferenceService::ModelInfer(Context* c, const ModelInferRequest* q,
                                                                 ModelInferResponse* response) {
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kInfer, Permission::kInfer, q->model_name(), "ModelInfer")) {
+    return refused;
+  }
   SteadyTime arrival = std::chrono::steady_clock::now();
   std::shared_ptr<const ModelInferRequest> message = InferMessageAllocator::SharedRequest(c);
   if (!message) return Answer(c, GrpcEndpoint::kInfer, Internal("ModelInfer without its message allocator"));
@@ -187,12 +227,21 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ModelInfer(Context* c, cons
 
 grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* GrpcInferenceService::ModelStreamInfer(
     Context* c) {
+  Status authenticated = AuthenticateCall(services_, *c, "ModelStreamInfer");
+  if (!authenticated.ok()) {
+    services_.counters->Count(GrpcEndpoint::kStreamInfer, authenticated.code());
+    return new RefusedStream(ToGrpcStatus(authenticated));
+  }
   return new StreamInferReactor(c, services_);
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::SystemSharedMemoryStatus(Context* c,
                                                                               const SystemSharedMemoryStatusRequest* q,
                                                                               SystemSharedMemoryStatusResponse* r) {
+  if (Reactor* refused =
+          Refuse(c, GrpcEndpoint::kSharedMemory, Permission::kSharedMemory, {}, "SystemSharedMemoryStatus")) {
+    return refused;
+  }
   if (!shared_memory_) return Answer(c, GrpcEndpoint::kSharedMemory, SharedMemoryOff());
   auto regions = shared_memory_->Regions(q->name());
   if (!regions.ok()) return Answer(c, GrpcEndpoint::kSharedMemory, regions.status());
@@ -208,25 +257,42 @@ GrpcInferenceService::Reactor* GrpcInferenceService::SystemSharedMemoryStatus(Co
 
 GrpcInferenceService::Reactor* GrpcInferenceService::SystemSharedMemoryRegister(
     Context* c, const SystemSharedMemoryRegisterRequest* q, SystemSharedMemoryRegisterResponse*) {
-  if (!shared_memory_) return Answer(c, GrpcEndpoint::kSharedMemory, SharedMemoryOff());
-  return Answer(c, GrpcEndpoint::kSharedMemory,
-                shared_memory_->Register(q->name(), q->key(), q->offset(), q->byte_size()));
+  Admission admission;
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kSharedMemory, Permission::kSharedMemory, {},
+                                "SystemSharedMemoryRegister", &admission)) {
+    return refused;
+  }
+  Status status =
+      shared_memory_ ? shared_memory_->Register(q->name(), q->key(), q->offset(), q->byte_size()) : SharedMemoryOff();
+  Audit(admission, "SystemSharedMemoryRegister", status);
+  return Answer(c, GrpcEndpoint::kSharedMemory, status);
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::SystemSharedMemoryUnregister(
     Context* c, const SystemSharedMemoryUnregisterRequest* q, SystemSharedMemoryUnregisterResponse*) {
+  Admission admission;
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kSharedMemory, Permission::kSharedMemory, {},
+                                "SystemSharedMemoryUnregister", &admission)) {
+    return refused;
+  }
   if (!shared_memory_) return Answer(c, GrpcEndpoint::kSharedMemory, SharedMemoryOff());
   if (q->name().empty()) {
     shared_memory_->UnregisterAll();
   } else {
     shared_memory_->Unregister(q->name());
   }
+  Audit(admission, "SystemSharedMemoryUnregister", Status::Ok());
   return Answer(c, GrpcEndpoint::kSharedMemory, Status::Ok());
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryModelLoad(Context* c,
                                                                          const RepositoryModelLoadRequest* q,
                                                                          RepositoryModelLoadResponse*) {
+  Admission admission;
+  if (Reactor* refused =
+          Refuse(c, GrpcEndpoint::kRepository, Permission::kAdmin, {}, "RepositoryModelLoad", &admission)) {
+    return refused;
+  }
   if (!repository_) return Answer(c, GrpcEndpoint::kRepository, RepositoryOff());
   std::optional<std::string> config;
   for (const auto& [key, value] : q->parameters()) {
@@ -249,16 +315,23 @@ GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryModelLoad(Context
   }
   // Answered when the model has loaded or failed, from the live repository's thread.
   Reactor* reactor = c->DefaultReactor();
-  repository_->Load(q->model_name(), std::move(config), [counters = services_.counters, reactor](Status status) {
-    counters->Count(GrpcEndpoint::kRepository, status.code());
-    reactor->Finish(ToGrpcStatus(status));
-  });
+  repository_->Load(q->model_name(), std::move(config),
+                    [this, admission = std::move(admission), counters = services_.counters, reactor](Status status) {
+                      Audit(admission, "RepositoryModelLoad", status);
+                      counters->Count(GrpcEndpoint::kRepository, status.code());
+                      reactor->Finish(ToGrpcStatus(status));
+                    });
   return reactor;
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryModelUnload(Context* c,
                                                                            const RepositoryModelUnloadRequest* q,
                                                                            RepositoryModelUnloadResponse*) {
+  Admission admission;
+  if (Reactor* refused =
+          Refuse(c, GrpcEndpoint::kRepository, Permission::kAdmin, {}, "RepositoryModelUnload", &admission)) {
+    return refused;
+  }
   if (!repository_) return Answer(c, GrpcEndpoint::kRepository, RepositoryOff());
   for (const auto& [key, value] : q->parameters()) {
     // Models load alone here (no ensembles), so unload_dependents has nothing more to unload.
@@ -272,27 +345,41 @@ GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryModelUnload(Conte
     }
   }
   Reactor* reactor = c->DefaultReactor();
-  repository_->Unload(q->model_name(), [counters = services_.counters, reactor](Status status) {
-    counters->Count(GrpcEndpoint::kRepository, status.code());
-    reactor->Finish(ToGrpcStatus(status));
-  });
+  repository_->Unload(q->model_name(),
+                      [this, admission = std::move(admission), counters = services_.counters, reactor](Status status) {
+                        Audit(admission, "RepositoryModelUnload", status);
+                        counters->Count(GrpcEndpoint::kRepository, status.code());
+                        reactor->Finish(ToGrpcStatus(status));
+                      });
   return reactor;
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::CudaSharedMemoryStatus(Context* c,
                                                                             const CudaSharedMemoryStatusRequest*,
                                                                             CudaSharedMemoryStatusResponse*) {
+  if (Reactor* refused =
+          Refuse(c, GrpcEndpoint::kSharedMemory, Permission::kSharedMemory, {}, "CudaSharedMemoryStatus")) {
+    return refused;
+  }
   return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("CUDA shared memory is not supported"));
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::CudaSharedMemoryRegister(Context* c,
                                                                               const CudaSharedMemoryRegisterRequest*,
                                                                               CudaSharedMemoryRegisterResponse*) {
+  if (Reactor* refused =
+          Refuse(c, GrpcEndpoint::kSharedMemory, Permission::kSharedMemory, {}, "CudaSharedMemoryRegister")) {
+    return refused;
+  }
   return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("CUDA shared memory is not supported"));
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::CudaSharedMemoryUnregister(
     Context* c, const CudaSharedMemoryUnregisterRequest*, CudaSharedMemoryUnregisterResponse*) {
+  if (Reactor* refused =
+          Refuse(c, GrpcEndpoint::kSharedMemory, Permission::kSharedMemory, {}, "CudaSharedMemoryUnregister")) {
+    return refused;
+  }
   return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("CUDA shared memory is not supported"));
 }
 
@@ -300,6 +387,10 @@ GrpcInferenceService::Reactor* GrpcInferenceService::CudaSharedMemoryUnregister(
 // model's setting); every answer holds the settings in force, so an empty request reads them.
 GrpcInferenceService::Reactor* GrpcInferenceService::TraceSetting(Context* c, const TraceSettingRequest* q,
                                                                   TraceSettingResponse* r) {
+  Admission admission;
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kTraceSetting, Permission::kAdmin, {}, "TraceSetting", &admission)) {
+    return refused;
+  }
   Tracer* tracer = services_.tracer;
   if (tracer == nullptr) {
     return Answer(c, GrpcEndpoint::kTraceSetting, Unimplemented("tracing is not enabled on this server"));
@@ -322,6 +413,7 @@ GrpcInferenceService::Reactor* GrpcInferenceService::TraceSetting(Context* c, co
       }
     }
     auto updated = tracer->Update(model, update);
+    Audit(admission, "TraceSetting", updated.status());
     if (!updated.ok()) return Answer(c, GrpcEndpoint::kTraceSetting, updated.status());
     WEFT_LOG(Warning) << "trace settings" << (model.empty() ? std::string() : " of model '" + model + "'")
                       << " changed over gRPC";
@@ -338,6 +430,10 @@ GrpcInferenceService::Reactor* GrpcInferenceService::TraceSetting(Context* c, co
 // them, so an empty request reads them.
 GrpcInferenceService::Reactor* GrpcInferenceService::LogSettings(Context* c, const LogSettingsRequest* q,
                                                                  LogSettingsResponse* r) {
+  Admission admission;
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kLogSettings, Permission::kAdmin, {}, "LogSettings", &admission)) {
+    return refused;
+  }
   Result<weft::LogSettings> now = UpdateLogSettings([q](weft::LogSettings* settings) -> Status {
     for (const auto& [name, value] : q->settings()) {
       LogSettingValue converted;
@@ -351,6 +447,7 @@ GrpcInferenceService::Reactor* GrpcInferenceService::LogSettings(Context* c, con
     }
     return Status::Ok();
   });
+  if (!q->settings().empty()) Audit(admission, "LogSettings", now.status());
   if (!now.ok()) return Answer(c, GrpcEndpoint::kLogSettings, now.status());
   if (!q->settings().empty()) {
     WEFT_LOG(Warning) << "log settings changed over gRPC";

@@ -87,6 +87,12 @@ class GrpcInferenceService final : public inference::GRPCInferenceService::Callb
  private:
   // Counts the call and finishes it with `status` on the context's default reactor.
   Reactor* Answer(Context* context, GrpcEndpoint endpoint, const Status& status);
+  // Null when the call may go on (its admission in `admitted`, when given); else the reactor that refused it
+  // (UNAUTHENTICATED, PERMISSION_DENIED or RESOURCE_EXHAUSTED, counted under `endpoint`).
+  Reactor* Refuse(Context* context, GrpcEndpoint endpoint, Permission permission, std::string_view model,
+                  std::string_view method, Admission* admitted = nullptr);
+  // The audit line of an admin action, once answered.
+  void Audit(const Admission& admission, std::string_view method, const Status& outcome) const;
 
   const InferServices services_;
   SharedMemoryRegistry* const shared_memory_;  // null: the extension is off

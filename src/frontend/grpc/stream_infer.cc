@@ -5,6 +5,7 @@
 
 #include "frontend/grpc/grpc_status.h"
 #include "frontend/grpc/infer_message.h"
+#include "frontend/grpc/peer_identity.h"
 
 namespace weft {
 
@@ -42,6 +43,41 @@ void ApplyRouteKey(const std::multimap<grpc::string_ref, grpc::string_ref>& meta
   auto it = metadata.find("weft-route-key");
   if (it == metadata.end()) return;
   request->parameters.try_emplace("weft_route_key", std::string(it->second.data(), it->second.size()));
+}
+
+namespace {
+
+// The call's side of Caller. The subject and address are only looked up when they can matter: gRPC builds them
+// as strings at each ask.
+struct CallCaller {
+  std::string authorization, client_subject, peer_address;
+  CallCaller(const Gatekeeper& gatekeeper, const grpc::ServerContextBase& context) {
+    const auto& metadata = context.client_metadata();
+    if (auto it = metadata.find("authorization"); it != metadata.end()) {
+      authorization.assign(it->second.data(), it->second.size());
+    }
+    if (gatekeeper.authenticates() && authorization.empty()) client_subject = ClientCertificateSubject(context);
+    peer_address = PeerAddress(context);
+  }
+  Caller view() const {
+    return Caller{.authorization = authorization, .client_subject = client_subject, .peer_address = peer_address};
+  }
+};
+
+}  // namespace
+
+Admission AdmitCall(const InferServices& services, const grpc::ServerContextBase& context, Permission permission,
+                    std::string_view model, std::string_view method) {
+  if (services.gatekeeper == nullptr || !services.gatekeeper->active()) return Admission{};
+  CallCaller caller(*services.gatekeeper, context);
+  return services.gatekeeper->Admit(caller.view(), permission, model, method);
+}
+
+Status AuthenticateCall(const InferServices& services, const grpc::ServerContextBase& context,
+                        std::string_view method) {
+  if (services.gatekeeper == nullptr || !services.gatekeeper->authenticates()) return Status::Ok();
+  CallCaller caller(*services.gatekeeper, context);
+  return services.gatekeeper->Authenticate(caller.view(), method);
 }
 
 void StartTrace(const InferServices& services, const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
@@ -136,7 +172,11 @@ void StreamInferReactor::OnReadDone(bool ok) {
 
   const bool final_flag = WantsFinalFlag(*message);
   const SteadyTime arrival = std::chrono::steady_clock::now();
-  Result<DecodedModelInfer> decoded = DecodeModelInferRequest(message, arrival, services_.shared_memory);
+  // Each request names its model, so each is admitted (scope and rate) on its own.
+  Admission admission = AdmitCall(services_, *context_, Permission::kInfer, message->model_name(), "ModelStreamInfer");
+  Result<DecodedModelInfer> decoded = admission.status.ok()
+                                          ? DecodeModelInferRequest(message, arrival, services_.shared_memory)
+                                          : Result<DecodedModelInfer>(admission.status);
   if (!decoded.ok()) {
     auto response = std::make_unique<Response>();
     response->set_error_message(decoded.status().message());

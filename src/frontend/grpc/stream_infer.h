@@ -11,6 +11,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "auth/gatekeeper.h"
 #include "engine/engine.h"
 #include "frontend/grpc/request_counters.h"
 #include "frontend/grpc/work_queue.h"
@@ -45,7 +46,16 @@ struct InferServices {
   size_t max_stream_in_flight = 0;    // requests read from one stream and not yet answered
   StreamRegistry* streams = nullptr;  // null: streams are not tracked
   Tracer* tracer = nullptr;           // null: nothing is traced, and TraceSetting answers UNIMPLEMENTED
+  Gatekeeper* gatekeeper = nullptr;   // null: every caller is served (docs/security.md)
 };
+
+// Whether the call may use an RPC that needs `permission` (on `model` for kInfer), by its `authorization`
+// metadata, its client certificate and its peer (services.gatekeeper; admitted when there is none). `method`
+// names the RPC in the audit log.
+Admission AdmitCall(const InferServices& services, const grpc::ServerContextBase& context, Permission permission,
+                    std::string_view model, std::string_view method);
+// Only the call's credential (Gatekeeper::Authenticate): for a stream, whose requests are admitted one by one.
+Status AuthenticateCall(const InferServices& services, const grpc::ServerContextBase& context, std::string_view method);
 
 // Sets the request's deadline from the call's: the earlier of the two wins. An infinite gRPC deadline leaves it
 // as it is.

@@ -1,6 +1,10 @@
 #include "frontend/http/http_server.h"
 
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -8,6 +12,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -17,6 +23,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <charconv>
 #include <condition_variable>
 #include <exception>
@@ -24,11 +31,14 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <variant>
 
+#include "auth/certificate_subject.h"
 #include "base/ascii.h"
 #include "base/json_string.h"
 #include "base/log.h"
 #include "base/retry.h"
+#include "frontend/http/tls_context.h"
 #include "frontend/http/unsent_bytes.h"
 
 namespace weft {
@@ -38,6 +48,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 using boost::system::error_code;
+// Beast's TLS stream gathers a response's buffers into full records (asio's writes one record per buffer).
+using TlsStream = beast::ssl_stream<tcp::socket>;
 
 namespace {
 
@@ -47,8 +59,12 @@ constexpr size_t kWatchReadChunk = 4096;
 // After a response that closes the connection, unread request bytes are drained this long so that the client
 // sees the response instead of a reset (a 413 is usually sent while the client is still sending).
 constexpr std::chrono::milliseconds kLingerOnClose{2000};
-// Lines about failing accepts and refused connections: at most one per this long, each with a count.
+// Lines about failing accepts, refused connections and failed TLS handshakes: at most one per this long, each
+// with a count.
 constexpr std::chrono::seconds kAcceptLogInterval{5};
+// A closing TLS connection gets this long (at most io_timeout) to write its close_notify, for a client that has
+// stopped reading.
+constexpr std::chrono::milliseconds kCloseNotifyWait{1000};
 // Connections taken from the listen backlog in one go, at most: by BeginShutdown (to serve them) and when out of
 // descriptors (to close them).
 constexpr int kBacklogTakenAtOnce = 4096;
@@ -124,7 +140,25 @@ std::string_view ReasonPhrase(unsigned status) {
 bool IsDisconnect(const error_code& ec) {
   return ec == http::error::end_of_stream || ec == http::error::partial_message || ec == net::error::eof ||
          ec == net::error::connection_reset || ec == net::error::broken_pipe || ec == net::error::operation_aborted ||
-         ec == net::error::bad_descriptor;
+         ec == net::error::bad_descriptor || ec == net::ssl::error::stream_truncated;
+}
+
+// A TLS record that does not decrypt, an alert from the client: the stream can carry no answer any more.
+bool IsTlsFailure(const error_code& ec) {
+  return ec.category() == net::error::get_ssl_category() || ec.category() == net::ssl::error::get_stream_category();
+}
+
+// The client's address for HttpRequest::peer_address: an IPv4 client of an IPv6 listener in IPv4 form, so that a
+// client has one name whatever the listener.
+std::string PeerAddress(const tcp::socket& socket) {
+  error_code ec;
+  tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return {};
+  net::ip::address address = peer.address();
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    address = net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6());
+  }
+  return address.to_string(ec);
 }
 
 HttpResponse PlainError(unsigned status, std::string_view message) {
@@ -168,6 +202,7 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
         acceptor(net::make_strand(ioc)),
         accept_timer(acceptor.get_executor()),
         deadline_timer(net::make_strand(ioc)),
+        reload_timer(net::make_strand(ioc)),
         work(ioc.get_executor()),
         options(std::move(o)),
         handler(h),
@@ -177,11 +212,18 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   tcp::acceptor acceptor;
   net::steady_timer accept_timer;    // on the acceptor's strand: the wait after a failed accept
   net::steady_timer deadline_timer;  // the shutdown deadline; used on its strand only
+  net::steady_timer reload_timer;    // the next look at the TLS files; used on its strand only
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   const HttpServer::Options options;
   HttpHandler* const handler;
   UnsentBytes unsent;
   std::atomic<uint64_t> answered_at_deadline{0};
+  // Set by Start before the first connection (null without TLS), constant after.
+  std::unique_ptr<ServerTlsContext> tls;
+
+  // Failed TLS handshakes happen on every connection's strand.
+  std::mutex handshake_log_mu;
+  LogRateLimiter handshake_log{kAcceptLogInterval};  // guarded by handshake_log_mu
 
   // Used on the acceptor's strand only.
   Backoff backoff;
@@ -211,11 +253,17 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   }
 };
 
-// One client connection. All its members are used on its strand only.
+// One client connection, over TCP or TLS: one class for both, with the stream in a variant, so that the plain path
+// pays a branch per I/O operation and no virtual call. All its members are used on its strand only.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(std::shared_ptr<ServerCore> core, tcp::socket socket)
-      : core_(std::move(core)), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
+  // `tls_context` null: plain TCP.
+  Connection(std::shared_ptr<ServerCore> core, tcp::socket socket, std::shared_ptr<net::ssl::context> tls_context)
+      : core_(std::move(core)),
+        tls_context_(std::move(tls_context)),
+        peer_address_(PeerAddress(socket)),
+        stream_(MakeStream(std::move(socket), tls_context_.get())),
+        timer_(Socket().get_executor()) {}
 
   ~Connection() {
     std::lock_guard lock(core_->mu);
@@ -224,11 +272,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   ServerCore& core() { return *core_; }
-  net::any_io_executor executor() { return socket_.get_executor(); }
+  net::any_io_executor executor() { return Socket().get_executor(); }
 
   // `shutting_down`: accepted after the shutdown began (from the backlog).
   void Start(bool shutting_down) {
-    net::dispatch(socket_.get_executor(), [self = shared_from_this(), shutting_down] {
+    net::dispatch(executor(), [self = shared_from_this(), shutting_down] {
+      if (TlsStream* tls = self->Tls()) {
+        if (shutting_down) self->BeginShutdown();  // OnHandshake arms the grace
+        self->handshaking_ = true;
+        self->ArmTimer(self->core_->options.io_timeout);
+        tls->async_handshake(net::ssl::stream_base::server, [self](error_code ec) { self->OnHandshake(ec); });
+        return;
+      }
       self->ReadRequest();
       if (shutting_down) self->BeginShutdown();
     });
@@ -268,21 +323,123 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (cancel_) cancel_->Cancel();
   }
 
+  // Over TLS, says close_notify first when that cannot block (StartTlsShutdown) and closes the socket once it is
+  // written, or after kCloseNotifyWait.
   void Close() {
     if (closed_) return;
+    MarkClosed();
+    if (!tls_shutdown_started_ && StartTlsShutdown()) {
+      timer_.expires_after(std::min<std::chrono::milliseconds>(kCloseNotifyWait, core_->options.io_timeout));
+      timer_.async_wait([self = shared_from_this()](error_code ec) {
+        if (!ec) self->CloseSocket();
+      });
+      return;
+    }
+    CloseSocket();
+  }
+
+  // Stop's last step: closes at once, also a connection still writing its close_notify.
+  void CloseNow() {
+    if (!closed_) MarkClosed();
+    CloseSocket();
+  }
+
+ private:
+  using Stream = std::variant<tcp::socket, TlsStream>;
+
+  static Stream MakeStream(tcp::socket socket, net::ssl::context* tls_context) {
+    if (tls_context == nullptr) return Stream(std::in_place_type<tcp::socket>, std::move(socket));
+    return Stream(std::in_place_type<TlsStream>, std::move(socket), *tls_context);
+  }
+
+  TlsStream* Tls() { return std::get_if<TlsStream>(&stream_); }
+  tcp::socket& Socket() {
+    if (TlsStream* tls = Tls()) return tls->next_layer();
+    return *std::get_if<tcp::socket>(&stream_);
+  }
+  // Runs `op(stream)` with the stream as its own type, to start an asynchronous read or write on it.
+  template <typename Op>
+  void WithStream(Op&& op) {
+    if (TlsStream* tls = Tls()) return op(*tls);
+    op(*std::get_if<tcp::socket>(&stream_));
+  }
+
+  void MarkClosed() {
     closed_ = true;
     {
       std::lock_guard lock(core_->mu);
       if (--core_->open_connections == 0) core_->drained.notify_all();
     }
     if (in_flight_ && cancel_) cancel_->Cancel();
+  }
+
+  void CloseSocket() {
     error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_both, ec);
-    socket_.close(ec);
+    Socket().shutdown(tcp::socket::shutdown_both, ec);
+    Socket().close(ec);
     timer_.cancel();
   }
 
- private:
+  void OnHandshake(const error_code& ec) {
+    handshaking_ = false;
+    if (closed_) return;
+    if (ec) {
+      LogHandshakeFailure(ec.message());
+      return Close();  // no close_notify: the handshake did not complete
+    }
+    SSL* ssl = Tls()->native_handle();
+    if (X509* certificate = SSL_get0_peer_certificate(ssl); certificate && SSL_get_verify_result(ssl) == X509_V_OK) {
+      client_subject_ = CertificateSubject(certificate);
+    }
+    ReadRequest();
+    if (shutting_down_) ArmShutdownGrace();
+  }
+
+  void LogHandshakeFailure(std::string_view why) {
+    uint64_t held_back = 0;
+    {
+      std::lock_guard lock(core_->handshake_log_mu);
+      if (!core_->handshake_log.Allow(std::chrono::steady_clock::now(), &held_back)) return;
+    }
+    WEFT_LOG(Warning) << "TLS handshake with " << peer_address_ << " failed: " << why
+                      << (held_back ? " (" + std::to_string(held_back) + " more since the last line)" : "");
+  }
+
+  // Starts writing a TLS close_notify, unless that could block or fail: no TLS, a handshake that did not complete
+  // or a stream that failed (OpenSSL is "in init" then), or a write under way (the alert would queue behind it).
+  // Marks the connection as having received the client's close_notify too, so that SSL_shutdown returns once ours
+  // is written instead of reading until the client sends its own. Completes in OnTlsShutdown.
+  bool StartTlsShutdown() {
+    TlsStream* tls = Tls();
+    if (tls == nullptr || writing_ || tls_shutdown_started_) return false;
+    SSL* ssl = tls->native_handle();
+    if (SSL_in_init(ssl)) return false;
+    tls_shutdown_started_ = true;
+    SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
+    tls->async_shutdown([self = shared_from_this()](error_code ec) { self->OnTlsShutdown(ec); });
+    return true;
+  }
+
+  void OnTlsShutdown(const error_code& ec) {
+    if (closed_) return CloseSocket();
+    // A lingering close: the client has its answer and the close_notify; what it still sends is read from the
+    // socket and dropped, as over TCP, until it closes or the linger time ends.
+    if (ec) return Close();
+    error_code ignored;
+    Socket().shutdown(tcp::socket::shutdown_send, ignored);
+    DrainSocket();
+  }
+
+  void DrainSocket() {
+    // Not into buffer_: a watch still pending on the TLS stream may write there.
+    if (!drain_scratch_) drain_scratch_ = std::make_unique<std::array<std::byte, kWatchReadChunk>>();
+    Socket().async_read_some(net::buffer(*drain_scratch_), [self = shared_from_this()](error_code ec, size_t) {
+      if (self->closed_) return;
+      if (ec) return self->Close();
+      self->DrainSocket();
+    });
+  }
+
   void ReadRequest() {
     if (closed_) return;
     parser_.emplace();
@@ -291,8 +448,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_->get().body().binary_offset_header = &core_->options.binary_offset_header;
     ArmTimer(core_->options.io_timeout);
     awaiting_request_ = true;
-    http::async_read_header(socket_, buffer_, *parser_,
-                            [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
+    WithStream([&](auto& stream) {
+      http::async_read_header(stream, buffer_, *parser_,
+                              [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
+    });
   }
 
   void OnHeader(error_code ec) {
@@ -309,12 +468,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const auto& message = parser_->get();
     if (!parser_->is_done() && EqualsIgnoringAsciiCase(message[http::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
-                       [self = shared_from_this()](error_code ec, size_t) {
-                         if (self->closed_) return;
-                         if (ec) return self->Close();
-                         self->ReadBody();
-                       });
+      WithStream([&](auto& stream) {
+        net::async_write(stream, net::buffer(kContinue.data(), kContinue.size()),
+                         [self = shared_from_this()](error_code ec, size_t) {
+                           if (self->closed_) return;
+                           if (ec) return self->Close();
+                           self->ReadBody();
+                         });
+      });
       return;
     }
     ReadBody();
@@ -325,8 +486,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (auto length = parser_->content_length()) return ReadBodyInPlace(*length);
     // Chunked: Beast's parser assembles the chunks into the RequestBody, through buffer_.
     ArmTimer(core_->options.io_timeout);
-    http::async_read(socket_, buffer_, *parser_,
-                     [self = shared_from_this()](error_code ec, size_t) { self->OnChunkedBody(ec); });
+    WithStream([&](auto& stream) {
+      http::async_read(stream, buffer_, *parser_,
+                       [self = shared_from_this()](error_code ec, size_t) { self->OnChunkedBody(ec); });
+    });
   }
 
   void OnChunkedBody(error_code ec) {
@@ -352,8 +515,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     buffer_.consume(buffered);
     if (buffered == length) return Dispatch(std::move(body_));
     ArmTimer(core_->options.io_timeout);
-    net::async_read(socket_, net::buffer(at + buffered, static_cast<size_t>(length) - buffered), TransferRest(),
-                    [self = shared_from_this()](error_code ec, size_t) { self->OnBodyInPlace(ec); });
+    WithStream([&](auto& stream) {
+      net::async_read(stream, net::buffer(at + buffered, static_cast<size_t>(length) - buffered), TransferRest(),
+                      [self = shared_from_this()](error_code ec, size_t) { self->OnBodyInPlace(ec); });
+    });
   }
 
   void OnBodyInPlace(error_code ec) {
@@ -374,7 +539,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           413, "request body exceeds the limit of " + std::to_string(core_->options.max_body_bytes) + " bytes"));
     } else if (ec == http::error::header_limit) {
       WriteResponse(PlainError(431, "request header is too large"));
-    } else if (IsDisconnect(ec)) {
+    } else if (IsDisconnect(ec) || IsTlsFailure(ec)) {
       Close();  // a client that leaves mid-request just goes away
     } else {
       WriteResponse(PlainError(400, "malformed HTTP request: " + ec.message()));
@@ -389,13 +554,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void WatchSocket() {
     if (watching_ || closed_ || (buffer_.size() > 0 && !draining_)) return;
     watching_ = true;
-    socket_.async_read_some(buffer_.prepare(kWatchReadChunk),
-                            [self = shared_from_this()](error_code ec, size_t n) { self->OnWatch(ec, n); });
+    WithStream([&](auto& stream) {
+      stream.async_read_some(buffer_.prepare(kWatchReadChunk),
+                             [self = shared_from_this()](error_code ec, size_t n) { self->OnWatch(ec, n); });
+    });
   }
 
   void OnWatch(error_code ec, size_t n) {
     watching_ = false;
     if (closed_) return;
+    // A TLS lingering close reads the socket itself (OnTlsShutdown); this read just ends.
+    if (draining_ && Tls()) return;
     if (ec) {
       if (in_flight_) {
         WEFT_LOG(Debug) << "client went away while its request was in flight";
@@ -412,10 +581,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ReadRequest();
   }
 
-  // Bytes of a next request already here: in the buffer (pipelined) or in the socket.
+  // Bytes of a next request already here: in the buffer (pipelined), in the socket, or over TLS read from the
+  // socket and not yet taken from OpenSSL (records not decrypted yet, or decrypted and not read).
   bool MoreRequestBytes() {
     error_code ec;
-    return buffer_.size() > 0 || socket_.available(ec) > 0;
+    if (buffer_.size() > 0 || Socket().available(ec) > 0) return true;
+    TlsStream* tls = Tls();
+    if (tls == nullptr) return false;
+    SSL* ssl = tls->native_handle();
+    return SSL_pending(ssl) > 0 || BIO_pending(SSL_get_rbio(ssl)) > 0;
   }
 
   // Puts the response's head and body into head_ and buffers_; returns the bytes they hold.
@@ -479,8 +653,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     reserved_ = bytes;
     if (answered) answered(out_.status);
     ArmTimer(core_->options.io_timeout);
-    net::async_write(socket_, buffers_, TransferLargeChunks(),
-                     [self = shared_from_this()](error_code ec, size_t) { self->OnWritten(ec); });
+    WithStream([&](auto& stream) {
+      net::async_write(stream, buffers_, TransferLargeChunks(),
+                       [self = shared_from_this()](error_code ec, size_t) { self->OnWritten(ec); });
+    });
   }
 
   void OnWritten(error_code ec) {
@@ -512,10 +688,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void BeginLingeringClose() {
     draining_ = true;
-    error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_send, ec);
     buffer_.clear();
     ArmTimer(std::min<std::chrono::milliseconds>(kLingerOnClose, core_->options.io_timeout));
+    if (Tls()) {
+      // The close_notify goes first; then the socket is half closed and drained (OnTlsShutdown).
+      if (!StartTlsShutdown()) Close();
+      return;
+    }
+    error_code ec;
+    Socket().shutdown(tcp::socket::shutdown_send, ec);
     WatchSocket();
   }
 
@@ -542,7 +723,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void OnTimer() {
-    if (!grace_timer_) return Close();
+    if (!grace_timer_) {
+      if (handshaking_) LogHandshakeFailure("no handshake within io_timeout");
+      return Close();
+    }
     grace_timer_ = false;
     if (!awaiting_request_) return;
     // A request's first bytes are here: it is on the wire, so it is read (within io_timeout) and answered.
@@ -551,12 +735,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // connection closes.
     idle_closing_ = true;
     error_code ec;
-    socket_.cancel(ec);
+    Socket().cancel(ec);
   }
 
  private:
   const std::shared_ptr<ServerCore> core_;  // first: the socket and timer need its io_context
-  tcp::socket socket_;
+  // Before stream_, which uses it. The newest context when the connection was accepted; a reload leaves it be.
+  const std::shared_ptr<net::ssl::context> tls_context_;
+  // Asked once per connection, given to each request.
+  const std::string peer_address_;
+  std::string client_subject_;  // set by the handshake
+  Stream stream_;
   net::steady_timer timer_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<IncomingBody>> parser_;
@@ -586,6 +775,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool idle_closing_ = false;  // the shutdown cancelled the pending read of an idle connection
   bool expired_ = false;       // the shutdown deadline has passed
   bool closed_ = false;
+
+  bool handshaking_ = false;
+  bool tls_shutdown_started_ = false;
+  std::unique_ptr<std::array<std::byte, kWatchReadChunk>> drain_scratch_;  // a TLS lingering close's reads
 };
 
 // The shared state behind HttpResponder copies.
@@ -652,6 +845,8 @@ void Connection::Dispatch(RequestBody body) {
   cancel_ = std::make_shared<CancelToken>();
   request.cancel = cancel_;
   request.arrival = arrival_;
+  request.client_subject = client_subject_;
+  request.peer_address = peer_address_;
   in_flight_ = true;
   WatchSocket();
 
@@ -701,6 +896,7 @@ void Accept(internal::ServerCore* core);
 
 // Takes in an accepted connection, or closes it at once past max_connections. On the acceptor's strand.
 void Admit(internal::ServerCore* core, tcp::socket socket) {
+  std::shared_ptr<net::ssl::context> tls_context = core->tls ? core->tls->current() : nullptr;
   std::shared_ptr<internal::Connection> connection;
   bool shutting_down = false;
   size_t open = 0;
@@ -712,7 +908,8 @@ void Admit(internal::ServerCore* core, tcp::socket socket) {
       error_code ignored;
       // Responses go out in one gather write; a small one must not wait for Nagle.
       socket.set_option(tcp::no_delay(true), ignored);
-      connection = std::make_shared<internal::Connection>(core->shared_from_this(), std::move(socket));
+      connection =
+          std::make_shared<internal::Connection>(core->shared_from_this(), std::move(socket), std::move(tls_context));
       core->connections.emplace(connection.get(), connection);
       ++core->open_connections;
       shutting_down = core->stopping;
@@ -779,6 +976,20 @@ void Accept(internal::ServerCore* core) {
   });
 }
 
+// Looks at the TLS files every reload_interval until Stop. On the reload timer's strand.
+void WatchTlsFiles(internal::ServerCore* core) {
+  core->reload_timer.expires_after(core->options.tls.reload_interval);
+  core->reload_timer.async_wait([core](error_code ec) {
+    if (ec) return;
+    {
+      std::lock_guard lock(core->mu);
+      if (!core->running) return;
+    }
+    core->tls->ReloadIfChanged();
+    WatchTlsFiles(core);
+  });
+}
+
 // At shutdown: connections that completed their handshake wait in the listen backlog, some with a request sent.
 // Closing the listener would reset them; they are taken in and served like the others.
 void AcceptBacklog(internal::ServerCore* core) {
@@ -800,6 +1011,11 @@ HttpServer::~HttpServer() { Stop(); }
 
 Status HttpServer::Start() {
   if (started_) return Internal("HttpServer::Start called twice");
+  if (options_.tls.enabled()) {
+    WEFT_ASSIGN_OR_RETURN(core_->tls, ServerTlsContext::Load(options_.tls));
+  } else if (!options_.tls.client_ca_file.empty() || !options_.tls.key_file.empty()) {
+    return InvalidArgument("a TLS key or client CA file without a certificate file");
+  }
   error_code ec;
   auto address = net::ip::make_address(options_.address, ec);
   if (ec) return InvalidArgument("invalid listen address '" + options_.address + "': " + ec.message());
@@ -822,10 +1038,16 @@ Status HttpServer::Start() {
   }
   started_ = true;
   net::post(acceptor.get_executor(), [core = core_.get()] { Accept(core); });
+  if (core_->tls && options_.tls.reload_interval.count() > 0) {
+    net::post(core_->reload_timer.get_executor(), [core = core_.get()] { WatchTlsFiles(core); });
+  }
   for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
     threads_.emplace_back([core = core_.get()] { RunIoThread(core); });
   }
-  WEFT_LOG(Info) << "HTTP server listening on " << options_.address << ":" << port_;
+  WEFT_LOG(Info) << "HTTP" << (core_->tls ? "S" : "") << " server listening on " << options_.address << ":" << port_
+                 << (options_.tls.client_ca_file.empty() ? ""
+                     : options_.tls.require_client_cert  ? " (client certificates required)"
+                                                         : " (client certificates verified when sent)");
   return Status::Ok();
 }
 
@@ -871,10 +1093,11 @@ void HttpServer::Stop() {
     core_->running = false;
     live = core_->LiveConnectionsLocked();
   }
-  // What is left had its chance: answers that come later are dropped.
-  for (auto& c : live) net::post(c->executor(), [c] { c->Close(); });
+  // What is left had its chance: answers that come later are dropped, a close_notify still being written is cut.
+  for (auto& c : live) net::post(c->executor(), [c] { c->CloseNow(); });
   live.clear();
   net::post(core_->deadline_timer.get_executor(), [core = core_.get()] { core->deadline_timer.cancel(); });
+  net::post(core_->reload_timer.get_executor(), [core = core_.get()] { core->reload_timer.cancel(); });
   net::post(core_->acceptor.get_executor(), [core = core_.get()] {
     core->accept_timer.cancel();
     error_code ec;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "auth/tls_files.h"
 #include "base/clock.h"
 #include "base/status.h"
 #include "frontend/http/request_body.h"
@@ -30,6 +31,12 @@ struct HttpRequest {
   // Cancelled when the client closes the connection before the answer is written.
   std::shared_ptr<CancelToken> cancel;
   SteadyTime arrival;  // when the request header was complete
+  // The subject of the client's verified certificate (CertificateSubject: "CN=camera-7,O=acme"); empty without
+  // one (plain TCP, or TLS without a client certificate).
+  std::string client_subject;
+  // The client's IP address as text, without the port ("127.0.0.1", "2001:db8::1"; an IPv4 client of an IPv6
+  // listener in IPv4 form). Empty when the socket could not tell.
+  std::string peer_address;
 
   // The target up to the query, not decoded.
   std::string_view path() const;
@@ -95,7 +102,14 @@ struct ServerCore;
 // keep-alive, one request at a time per connection, and a watch on the socket while a request is in flight so
 // that a client that goes away cancels its request. Bodies over the limit are answered 413 and the connection is
 // closed. Past max_connections a new connection is closed as soon as it is accepted; a failing accept (out of
-// descriptors) is retried after a growing wait, with a bounded log. Thread-safe.
+// descriptors) is retried after a growing wait, with a bounded log.
+//
+// With Options::tls, every connection is HTTPS (ServerTlsContext: TLS 1.2 or newer, optionally client
+// certificates): the handshake is bounded by io_timeout, a connection whose handshake fails (plain HTTP, an old
+// protocol, a missing or unknown client certificate) is closed and logged at most once per 5 s, and everything
+// else works as over TCP. A connection that closes says close_notify when that cannot block (no write under
+// way); it never waits for the client's. The certificate files are looked at every tls.reload_interval (0 =
+// never): a new connection gets the newest certificate that loaded, an open one keeps its own. Thread-safe.
 class HttpServer {
  public:
   struct Options {
@@ -123,6 +137,8 @@ class HttpServer {
     // tensor data extension's Inference-Header-Content-Length). The body is laid out so that this offset is
     // aligned, which lets the first binary tensor be used in place. Empty = align the start of the body.
     std::string binary_offset_header = "Inference-Header-Content-Length";
+    // HTTPS when tls.enabled(); see the class comment.
+    TlsFiles tls;
   };
 
   // Responses up to this size are always sent, whatever max_unsent_response_bytes: refusing them saves nothing.
@@ -137,8 +153,9 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds, listens and starts the I/O threads. InvalidArgument for a bad address, Unavailable when the port
-  // cannot be bound. Call once.
+  // Loads the TLS files (when enabled), binds, listens and starts the I/O threads. InvalidArgument for a bad
+  // address or TLS files that do not load (naming the file and OpenSSL's reason), Unavailable when the port cannot
+  // be bound. Call once.
   Status Start();
   // Begins a graceful stop and returns at once. New connections are no longer accepted (those already in the
   // listen backlog are, and treated like the others). Every connection serves what is already on its wire:

@@ -315,9 +315,31 @@ void InferenceService::ResponseCounters::Count(unsigned http_status) const {
   size_t c = http_status < 400 ? 0 : http_status < 500 ? 1 : 2;
   http[c]->Increment();
   all[c]->Increment();
+  if (on_answer) on_answer(http_status);
 }
 
 namespace {
+
+// What a route needs of its caller (docs/security.md). An unknown route needs what the server metadata needs, so
+// that a caller without a credential cannot tell a route from a typo.
+Permission PermissionFor(Endpoint endpoint) {
+  switch (endpoint) {
+    case Endpoint::kHealth: return Permission::kHealth;
+    case Endpoint::kInfer: return Permission::kInfer;
+    case Endpoint::kSharedMemory: return Permission::kSharedMemory;
+    case Endpoint::kRepository:
+    case Endpoint::kRollout:
+    case Endpoint::kLogging:
+    case Endpoint::kTrace: return Permission::kAdmin;
+    case Endpoint::kServerMetadata:
+    case Endpoint::kModelMetadata:
+    case Endpoint::kModelReady:
+    case Endpoint::kModelConfig:
+    case Endpoint::kStatistics:
+    case Endpoint::kUnknown: return Permission::kMetadata;
+  }
+  return Permission::kAdmin;
+}
 
 // Counts the response under its endpoint and status class, then sends it.
 void Answer(const InferenceService::ResponseCounters& counters, const HttpResponder& responder, HttpResponse response) {
@@ -329,11 +351,34 @@ void Answer(const InferenceService::ResponseCounters& counters, const HttpRespon
 
 void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   std::optional<Route> route = MatchRoute(request.path());
+  const Endpoint endpoint = route ? route->endpoint : Endpoint::kUnknown;
+  const ResponseCounters* counters_of_route = &counters_[static_cast<size_t>(endpoint)];
+  ResponseCounters audited;  // an admin action's counters, which also write its audit line
+  if (options_.gatekeeper != nullptr && options_.gatekeeper->active()) {
+    // Before anything else, 404 included: a caller without a credential learns nothing about the routes or models.
+    const Permission permission = PermissionFor(endpoint);
+    const std::string route_text = std::string(http::to_string(request.method)) + " " + std::string(request.path());
+    Admission admission =
+        options_.gatekeeper->Admit(Caller{.authorization = request.header("Authorization"),
+                                          .client_subject = request.client_subject,
+                                          .peer_address = request.peer_address},
+                                   permission, route ? std::string_view(route->model) : std::string_view(), route_text);
+    if (!admission.status.ok()) return Answer(*counters_of_route, responder, AuthErrorResponse(admission.status));
+    if ((permission == Permission::kAdmin || permission == Permission::kSharedMemory) &&
+        request.method != http::verb::get) {
+      audited = *counters_of_route;
+      audited.on_answer = [gatekeeper = options_.gatekeeper, admission = std::move(admission),
+                           route_text](unsigned status) {
+        gatekeeper->AuditAdmin(admission, route_text, std::to_string(status));
+      };
+      counters_of_route = &audited;
+    }
+  }
   if (!route) {
-    return Answer(counters_[static_cast<size_t>(Endpoint::kUnknown)], responder,
+    return Answer(*counters_of_route, responder,
                   ErrorResponse(404, "not found: no route for " + std::string(request.path())));
   }
-  const auto& counters = counters_[static_cast<size_t>(route->endpoint)];
+  const auto& counters = *counters_of_route;
   if (route->endpoint == Endpoint::kRollout) return HandleRollout(request, route->model, counters, responder);
   if (route->endpoint == Endpoint::kLogging) return HandleLogging(request, counters, responder);
   if (route->endpoint == Endpoint::kTrace) return HandleTraceSetting(request, route->model, counters, responder);

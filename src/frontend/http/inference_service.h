@@ -2,8 +2,10 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <string>
 
+#include "auth/gatekeeper.h"
 #include "engine/engine.h"
 #include "frontend/http/http_server.h"
 #include "frontend/shm/shared_memory.h"
@@ -40,6 +42,9 @@ class InferenceService : public HttpHandler {
     // Request tracing (Triton's trace extension, OpenTelemetry): samples inference requests, and answers the
     // trace setting routes. Null: nothing is traced and those routes answer 501. Must outlive the service.
     Tracer* tracer = nullptr;
+    // Authentication, scopes and rate limits (docs/security.md); null or inactive: every caller is served. Must
+    // outlive the service.
+    Gatekeeper* gatekeeper = nullptr;
   };
 
   // `engine` and `metrics` must outlive the service and every request it started.
@@ -74,6 +79,8 @@ class InferenceService : public HttpHandler {
   struct ResponseCounters {
     std::array<Counter*, 3> http{};
     std::array<Counter*, 3> all{};
+    // Learns the status of the answer too: the audit line of an admin action. Empty on every other route.
+    std::function<void(unsigned http_status)> on_answer;
     void Count(unsigned http_status) const;
   };
 

@@ -13,6 +13,14 @@ MetricsService::MetricsService(MetricsRegistry* metrics, MetricsServiceOptions o
                                    {{"endpoint", "metrics"}, {"code", "2xx"}})) {}
 
 void MetricsService::Handle(HttpRequest request, HttpResponder responder) {
+  if (options_.gatekeeper != nullptr && options_.gatekeeper->active()) {
+    Admission admission = options_.gatekeeper->Admit(
+        Caller{.authorization = request.header("Authorization"),
+               .client_subject = request.client_subject,
+               .peer_address = request.peer_address},
+        Permission::kMetrics, {}, std::string(http::to_string(request.method)) + " " + std::string(request.path()));
+    if (!admission.status.ok()) return responder.Send(AuthErrorResponse(admission.status));
+  }
   if (request.path() != "/metrics") return responder.Send(ErrorResponse(404, "not found: the metrics are at /metrics"));
   if (request.method != http::verb::get && request.method != http::verb::head) {
     HttpResponse response = ErrorResponse(405, "method not allowed: use GET");

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "auth/gatekeeper.h"
 #include "frontend/http/http_server.h"
 #include "metrics/metrics.h"
 
@@ -7,6 +8,9 @@ namespace weft {
 
 struct MetricsServiceOptions {
   bool triton_families = true;  // the nv_* families (Triton's names); off: weft's own only
+  // With authentication on, a scrape needs the "metrics" scope (docs/security.md). Null: open. Must outlive the
+  // service.
+  Gatekeeper* gatekeeper = nullptr;
 };
 
 // Serves GET /metrics: the registry in the Prometheus text exposition format (text/plain; version=0.0.4), for

@@ -19,6 +19,8 @@ unsigned HttpStatusFor(StatusCode code) {
     case StatusCode::kInternal: return 500;
     // Not the client's fault, and the same request may well fit a moment later (or in a smaller batch).
     case StatusCode::kOutOfMemory: return 503;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
   }
   return 500;
 }
@@ -45,6 +47,16 @@ HttpResponse ErrorResponse(const Status& status) {
     response.headers.emplace_back("Retry-After", std::to_string((after_ms + 999) / 1000));
   } else if (status.code() == StatusCode::kResourceExhausted) {
     response.headers.emplace_back("Retry-After", "1");
+  }
+  return response;
+}
+
+HttpResponse AuthErrorResponse(const Status& status) {
+  HttpResponse response = ErrorResponse(status);
+  if (status.code() == StatusCode::kUnauthenticated) {
+    response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"weft\"");
+  } else if (status.code() == StatusCode::kPermissionDenied) {
+    response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"weft\", error=\"insufficient_scope\"");
   }
   return response;
 }

@@ -15,6 +15,10 @@ inline constexpr size_t kMaxErrorMessageBytes = 4096;
 // cut to kMaxErrorMessageBytes and made valid UTF-8.
 HttpResponse ErrorResponse(const Status& status);
 
+// ErrorResponse for a refusal by the gatekeeper (docs/security.md): 401 and 403 also carry WWW-Authenticate
+// (RFC 6750: the Bearer scheme; insufficient_scope for 403).
+HttpResponse AuthErrorResponse(const Status& status);
+
 // {"error": message} with a status that no StatusCode produces (404 for a route, 405, 413).
 HttpResponse ErrorResponse(unsigned http_status, std::string_view message);
 

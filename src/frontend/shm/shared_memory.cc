@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -20,12 +21,28 @@ std::string Quoted(const std::string& s) { return "'" + s + "'"; }
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
-// The size of the object behind `fd` now, or an error.
-Result<uint64_t> ObjectSize(int fd, const std::string& key) {
+// The object behind `fd` now, checked to be a memory object (a regular file of the shm file system), or an error.
+Result<struct stat> StatObject(int fd, const std::string& key) {
   struct stat st {};
   if (fstat(fd, &st) != 0) return Internal("fstat of shared memory key " + Quoted(key) + ": " + ErrnoText(errno));
   if (!S_ISREG(st.st_mode)) return InvalidArgument("shared memory key " + Quoted(key) + " is not a memory object");
+  return st;
+}
+
+// The size of the object behind `fd` now, or an error.
+Result<uint64_t> ObjectSize(int fd, const std::string& key) {
+  WEFT_ASSIGN_OR_RETURN(struct stat st, StatObject(fd, key));
   return static_cast<uint64_t>(st.st_size);
+}
+
+// The key's name without its leading '/' starts with `prefix` (a plain string comparison; an empty prefix admits
+// every key).
+Status CheckKeyPrefix(const std::string& key, const std::string& prefix) {
+  std::string_view rest = key;
+  if (rest.starts_with('/')) rest.remove_prefix(1);
+  if (rest.starts_with(prefix)) return Status::Ok();
+  return PermissionDenied("shared memory key " + Quoted(key) + " is refused: this server registers only keys that " +
+                          "start with " + Quoted(prefix));
 }
 
 }  // namespace
@@ -83,7 +100,17 @@ Status CheckWindow(uint64_t offset, uint64_t byte_size, uint64_t size, const std
   return Status::Ok();
 }
 
-SharedMemoryRegistry::SharedMemoryRegistry(Options options) : options_(options) {}
+namespace {
+
+// A prefix written with the key's leading '/' means the same as one without.
+SharedMemoryRegistry::Options WithPlainPrefix(SharedMemoryRegistry::Options options) {
+  if (options.key_prefix.starts_with('/')) options.key_prefix.erase(0, 1);
+  return options;
+}
+
+}  // namespace
+
+SharedMemoryRegistry::SharedMemoryRegistry(Options options) : options_(WithPlainPrefix(std::move(options))) {}
 SharedMemoryRegistry::~SharedMemoryRegistry() = default;
 
 Status SharedMemoryRegistry::Register(const std::string& name, const std::string& key, uint64_t offset,
@@ -96,6 +123,7 @@ Status SharedMemoryRegistry::Register(const std::string& name, const std::string
   }
   if (!IsValidUtf8(name)) return InvalidArgument("a shared memory region name must be UTF-8");
   WEFT_RETURN_IF_ERROR(CheckSharedMemoryKey(key));
+  WEFT_RETURN_IF_ERROR(CheckKeyPrefix(key, options_.key_prefix));
   if (byte_size == 0) return InvalidArgument("shared memory region " + Quoted(name) + ": byte_size must be > 0");
   auto full = [&] {
     return ResourceExhausted("cannot register shared memory region " + Quoted(name) + ": " +
@@ -113,7 +141,9 @@ Status SharedMemoryRegistry::Register(const std::string& name, const std::string
   region->key = key;
   region->offset = offset;
   region->byte_size = byte_size;
-  region->fd = shm_open(key.c_str(), O_RDWR, 0);
+  // glibc's shm_open adds O_NOFOLLOW itself; said here as well, because a link in the shm directory must never
+  // lead the server to a file or to an object the key does not name.
+  region->fd = shm_open(key.c_str(), O_RDWR | O_NOFOLLOW, 0);
   if (region->fd < 0) {
     int error = errno;
     std::string what = "cannot open shared memory key " + Quoted(key) + " for region " + Quoted(name) + ": ";
@@ -121,7 +151,15 @@ Status SharedMemoryRegistry::Register(const std::string& name, const std::string
     if (error == EMFILE || error == ENFILE) return ResourceExhausted(what + ErrnoText(error));
     return InvalidArgument(what + ErrnoText(error));
   }
-  WEFT_ASSIGN_OR_RETURN(uint64_t size, ObjectSize(region->fd, key));
+  // Checked before anything is mapped; an error closes the descriptor with `region`.
+  WEFT_ASSIGN_OR_RETURN(struct stat object, StatObject(region->fd, key));
+  if (!options_.allowed_owner_uids.empty() &&
+      std::find(options_.allowed_owner_uids.begin(), options_.allowed_owner_uids.end(), object.st_uid) ==
+          options_.allowed_owner_uids.end()) {
+    return PermissionDenied("shared memory key " + Quoted(key) +
+                            " is refused: its owner is not a user this server accepts objects from");
+  }
+  const uint64_t size = static_cast<uint64_t>(object.st_size);
   WEFT_RETURN_IF_ERROR(CheckWindow(offset, byte_size, size, "shared memory region " + Quoted(name)));
   // CheckWindow proved offset + byte_size <= size without overflow.
   if (offset + byte_size > std::numeric_limits<size_t>::max()) return InvalidArgument("region is too large");

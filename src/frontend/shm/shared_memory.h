@@ -68,6 +68,14 @@ class SharedMemoryRegistry {
  public:
   struct Options {
     size_t max_regions = 1024;  // registrations past it get ResourceExhausted; at most GuardedMapping::kMaxMappings
+    // Non-empty: only keys whose name (the key without its leading '/') starts with it may be registered; a
+    // leading '/' on the prefix is ignored. A plain string prefix: "cam" admits "camera_x" too, so end it with a
+    // separator ("cam_") where that matters. Checked before the object is opened: a refusal tells nothing of what
+    // exists.
+    std::string key_prefix;
+    // Non-empty: the object's owner (as fstat reports it) must be one of these users, so that a client cannot make
+    // the server map the memory of another user's processes. Empty: any object the server can open.
+    std::vector<uint32_t> allowed_owner_uids;
   };
   SharedMemoryRegistry() : SharedMemoryRegistry(Options{}) {}
   explicit SharedMemoryRegistry(Options options);
@@ -77,10 +85,12 @@ class SharedMemoryRegistry {
 
   static constexpr size_t kMaxRegionNameBytes = 256;
 
-  // Opens the object `key` read-write and maps it. The window [offset, offset + byte_size) must lie within the
-  // object's size as fstat reports it now. InvalidArgument for a bad key, an empty window, a window past the
-  // end, a name that is empty, longer than kMaxRegionNameBytes, not UTF-8 or already registered; NotFound when no
-  // object has that key; ResourceExhausted when Options::max_regions are registered or no descriptor is left; Internal
+  // Opens the object `key` read-write (never through a symbolic link) and maps it. The window
+  // [offset, offset + byte_size) must lie within the object's size as fstat reports it now. InvalidArgument for a
+  // bad key, an object that is not a regular memory object, an empty window, a window past the end, a name that is
+  // empty, longer than kMaxRegionNameBytes, not UTF-8 or already registered; PermissionDenied for a key outside
+  // Options::key_prefix or an object whose owner is not in Options::allowed_owner_uids; NotFound when no object
+  // has that key; ResourceExhausted when Options::max_regions are registered or no descriptor is left; Internal
   // when mapping fails.
   Status Register(const std::string& name, const std::string& key, uint64_t offset, uint64_t byte_size);
   // Forgets the region; slices already handed out stay valid. Unregistering an unknown name is not an error,

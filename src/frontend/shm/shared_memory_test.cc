@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "frontend/shm/guarded_mapping.h"
@@ -18,7 +20,8 @@ namespace {
 // A POSIX shared memory object for one test, unlinked at the end.
 class ShmObject {
  public:
-  explicit ShmObject(size_t size) : key_("/weft_shm_test_" + std::to_string(getpid()) + "_" + std::to_string(next_++)) {
+  explicit ShmObject(size_t size, const std::string& stem = "weft_shm_test_")
+      : key_("/" + stem + std::to_string(getpid()) + "_" + std::to_string(next_++)) {
     int fd = shm_open(key_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     EXPECT_GE(fd, 0) << std::strerror(errno);
     EXPECT_EQ(ftruncate(fd, static_cast<off_t>(size)), 0);
@@ -272,6 +275,85 @@ TEST(SharedMemoryRegistryTest, NamesAreShortUtf8) {
   EXPECT_EQ(registry.Register(std::string(257, 'n'), object.key(), 0, 64).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(registry.Register(std::string(256, 'n'), object.key(), 0, 64).ok());
   EXPECT_TRUE(registry.Register("r\xc3\xa9gion", object.key(), 0, 64).ok());
+}
+
+size_t OpenDescriptors() {
+  size_t count = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++count;
+  return count;
+}
+
+// Security issue, shared memory: a client may register only objects whose keys the operator set aside for it.
+TEST(SharedMemoryConfinementTest, KeysOutsideThePrefixAreRefusedBeforeOpening) {
+  ShmObject camera(4096, "weft_cam_");
+  ShmObject lookalike(4096, "weft_camera_");
+  ShmObject other(4096, "weft_other_");
+  SharedMemoryRegistry registry({.key_prefix = "weft_cam"});
+  EXPECT_TRUE(registry.Register("a", camera.key(), 0, 64).ok());
+  EXPECT_TRUE(registry.Register("b", camera.key().substr(1), 0, 64).ok());  // the key's '/' is optional
+  // A plain string prefix, as documented: "weft_cam" admits "weft_camera_...".
+  EXPECT_TRUE(registry.Register("c", lookalike.key(), 0, 64).ok());
+
+  Status refused = registry.Register("d", other.key(), 0, 64);
+  EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(refused.message().find("'weft_cam'"), std::string::npos) << refused.message();
+  // A key that does not exist gets the same answer as one that does: the refusal comes before shm_open.
+  Status missing = registry.Register("e", "/weft_no_such_key_for_test", 0, 64);
+  EXPECT_EQ(missing.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(missing.message().find("No such file"), std::string::npos) << missing.message();
+  for (const char* escape : {"../weft_cam_x", "/weft_cam/../x", "weft_cam_/../../etc/passwd", "/../weft_cam_x"}) {
+    EXPECT_FALSE(registry.Register("f", escape, 0, 64).ok()) << escape;
+  }
+  EXPECT_FALSE(registry.Regions("d").ok());
+
+  SharedMemoryRegistry slash({.key_prefix = "/weft_cam_"});  // written with the key's '/': the same prefix
+  EXPECT_TRUE(slash.Register("a", camera.key(), 0, 64).ok());
+  EXPECT_EQ(slash.Register("c", lookalike.key(), 0, 64).code(), StatusCode::kPermissionDenied);
+}
+
+TEST(SharedMemoryConfinementTest, ObjectsOfOtherOwnersAreRefused) {
+  ShmObject object(4096);
+  const uint32_t me = getuid();
+  SharedMemoryRegistry mine({.allowed_owner_uids = {me + 1, me}});
+  EXPECT_TRUE(mine.Register("r", object.key(), 0, 64).ok());
+
+  SharedMemoryRegistry others({.allowed_owner_uids = {me + 1}});
+  Status refused = others.Register("r", object.key(), 0, 64);
+  EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied);
+  EXPECT_FALSE(others.Regions("r").ok());
+  // The refusal came after opening the object: its descriptor was closed.
+  const size_t before = OpenDescriptors();
+  EXPECT_EQ(others.Register("r", object.key(), 0, 64).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(OpenDescriptors(), before);
+}
+
+// The directory behind shm_open on Linux, where a test can put what clients cannot create with shm_open.
+std::string ShmDirectoryEntry(const std::string& name) { return "/dev/shm/" + name; }
+
+TEST(SharedMemoryConfinementTest, OnlyRegularObjectsAndNeverThroughALink) {
+  ShmObject target(4096);
+  if (access(ShmDirectoryEntry(target.key().substr(1)).c_str(), F_OK) != 0) GTEST_SKIP() << "no /dev/shm";
+  const std::string stem = "weft_shm_test_" + std::to_string(getpid());
+  const std::string link = stem + "_link";
+  const std::string fifo = stem + "_fifo";
+  ASSERT_EQ(symlink(ShmDirectoryEntry(target.key().substr(1)).c_str(), ShmDirectoryEntry(link).c_str()), 0)
+      << std::strerror(errno);
+  ASSERT_EQ(mkfifo(ShmDirectoryEntry(fifo).c_str(), 0600), 0) << std::strerror(errno);
+
+  for (const SharedMemoryRegistry::Options& options :
+       {SharedMemoryRegistry::Options{}, SharedMemoryRegistry::Options{.allowed_owner_uids = {getuid()}}}) {
+    SharedMemoryRegistry registry(options);
+    EXPECT_TRUE(registry.Register("object", target.key(), 0, 64).ok());
+    Status through_link = registry.Register("link", "/" + link, 0, 64);  // a link to a good object is still refused
+    EXPECT_FALSE(through_link.ok());
+    EXPECT_NE(through_link.message().find("symbolic links"), std::string::npos) << through_link.message();
+    Status pipe = registry.Register("fifo", "/" + fifo, 0, 64);
+    EXPECT_EQ(pipe.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(pipe.message().find("not a memory object"), std::string::npos) << pipe.message();
+    EXPECT_EQ(registry.Regions("")->size(), 1u);
+  }
+  unlink(ShmDirectoryEntry(link).c_str());
+  unlink(ShmDirectoryEntry(fifo).c_str());
 }
 
 TEST(SharedMemoryOutputTest, WritesIntoTheSliceAndRejectsWhatDoesNotFit) {

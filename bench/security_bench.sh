@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# What authentication and TLS cost in throughput (docs/security.md): four `weft serve` processes on one machine,
+# and wrk at CONNS keep-alive connections on the example mlp over JSON, each round running the arms back to back
+# (the order turns), so that every arm sees the same machine:
+#   off     no authentication, plain HTTP
+#   apikey  --auth-keys: every request carries an API key (SHA-256 and a lookup per request)
+#   jwt     --auth-jwks: every request carries the same RS256 JWT (verified once, then found in the cache)
+#   tls     --tls-cert/--tls-key, no authentication: HTTPS with keep-alive
+# Only the arm under load is busy; the others sit idle. Prints one row per round and arm, then for each arm the
+# median over the rounds of its req/s over that round's `off`. Report: bench/results/security_<time>.md.
+#
+#   bash bench/security_bench.sh                  # ROUNDS=9 x 4 arms x (DURATION + 1) s, about 3 minutes
+#   ROUNDS=5 DURATION=10 CONNS=64 bash bench/security_bench.sh
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WEFT=${WEFT:-$ROOT/build/release/src/app/weft}
+DURATION=${DURATION:-4}
+ROUNDS=${ROUNDS:-9}
+CONNS=${CONNS:-64}
+PORT=${PORT:-19100}
+OUT=$ROOT/bench/results
+mkdir -p "$OUT"
+REPORT=$OUT/security_$(date -u +%Y%m%dT%H%M%SZ).md
+WORK=$(mktemp -d /tmp/weft_security_bench.XXXXXX)
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
+
+# Credentials: a key file, a JWKS with its token, and a CA with a server certificate (tests/grpc/security_testing.py).
+/usr/bin/python3 - "$WORK" "$ROOT" <<'PY' || exit 1
+import json, os, sys
+sys.path.insert(0, os.path.join(sys.argv[2], "tests", "grpc"))
+from security_testing import CertificateAuthority, JwtSigner, key_entry, key_file
+work = sys.argv[1]
+key_file(os.path.join(work, "keys.json"), [key_entry("bench", "bench-0123456789abcdef0123456789abcdef", ["infer"])])
+signer = JwtSigner()
+with open(os.path.join(work, "jwks.json"), "w") as f:
+    json.dump(signer.jwks(), f)
+with open(os.path.join(work, "token"), "w") as f:
+    f.write(signer.token(scope="infer", exp=2**31 - 1))
+ca = CertificateAuthority(work)
+ca.issue("server", "/CN=localhost")
+PY
+
+ARMS=(off apikey jwt tls)
+declare -A ARGS=(
+  [off]=""
+  [apikey]="--auth-keys $WORK/keys.json"
+  [jwt]="--auth-jwks $WORK/jwks.json --auth-jwt-issuer weft-tests --auth-jwt-audience weft"
+  [tls]="--tls-cert $WORK/server.crt --tls-key $WORK/server.key"
+)
+declare -A AUTH=(
+  [off]=""
+  [apikey]="Bearer bench-0123456789abcdef0123456789abcdef"
+  [jwt]="Bearer $(cat "$WORK/token")"
+  [tls]=""
+)
+declare -A URL PID
+k=0
+for arm in "${ARMS[@]}"; do
+  port=$((PORT + 10 * k))
+  # shellcheck disable=SC2086
+  "$WEFT" serve --model-repository "$ROOT/examples/models" --http-address 127.0.0.1 --http-port "$port" \
+    --grpc-port $((port + 1)) --metrics-port $((port + 2)) --log-level error ${ARGS[$arm]} > "$WORK/$arm.log" 2>&1 &
+  PID[$arm]=$!
+  PIDS+=($!)
+  if [ "$arm" = tls ]; then URL[$arm]="https://127.0.0.1:$port"; else URL[$arm]="http://127.0.0.1:$port"; fi
+  k=$((k + 1))
+done
+for arm in "${ARMS[@]}"; do
+  for _ in $(seq 600); do
+    curl -sfk "${URL[$arm]}/v2/health/ready" >/dev/null && break
+    sleep 0.05
+  done
+done
+/usr/bin/python3 "$ROOT/bench/make_bodies.py" "$WORK/bodies" >/dev/null || exit 1
+
+cpu_ms() { awk '{print ($14 + $15) * 10}' "/proc/$1/stat"; }
+
+echo "| round | arm | req/s | p50 ms | p99 ms | errors | server CPU µs per request |" > "$REPORT"
+echo "|---:|---|---:|---:|---:|---:|---:|" >> "$REPORT"
+for round in $(seq "$ROUNDS"); do
+  for k in 0 1 2 3; do
+    arm=${ARMS[$(((k + round) % 4))]}
+    sleep 1
+    before=$(cpu_ms "${PID[$arm]}")
+    result=$(WEFT_BODY=$WORK/bodies/mlp_json.body WEFT_PATH=/v2/models/mlp/infer WEFT_AUTHORIZATION="${AUTH[$arm]}" \
+      timeout $((DURATION + 30)) wrk -t2 -c"$CONNS" -d"${DURATION}s" --timeout 10s -s "$ROOT/bench/wrk/kserve.lua" \
+      "${URL[$arm]}" | grep WRKRESULT)
+    after=$(cpu_ms "${PID[$arm]}")
+    echo "$result" | awk -v r="$round" -v a="$arm" -v cpu=$((after - before)) -F'\t' \
+      '{printf "| %s | %s | %.0f | %.3f | %.3f | %d | %.1f |\n", r, a, $4, $5, $6, $9 + $10, cpu * 1000 / $2}' >> "$REPORT"
+  done
+done
+{
+  echo
+  echo "| arm | median req/s | median of the rounds' ratios to off | lowest | highest | server CPU µs per request |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  /usr/bin/python3 - "$REPORT" <<'PY'
+import statistics, sys
+rows = [line.split("|") for line in open(sys.argv[1]) if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
+rps, cpu = {}, {}
+for row in rows:
+    rps.setdefault(row[2].strip(), {})[row[1].strip()] = float(row[3])
+    cpu.setdefault(row[2].strip(), {})[row[1].strip()] = float(row[7])
+for arm in ("off", "apikey", "jwt", "tls"):
+    ratios = sorted(rps[arm][r] / rps["off"][r] for r in rps["off"])
+    print(f"| {arm} | {statistics.median(rps[arm].values()):.0f} | {statistics.median(ratios):.3f} | {ratios[0]:.3f} "
+          f"| {ratios[-1]:.3f} | {statistics.median(cpu[arm].values()):.1f} |")
+PY
+} >> "$REPORT"
+cat "$REPORT"
+echo "report: $REPORT"

@@ -1,0 +1,420 @@
+#include "auth/gatekeeper.h"
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#include "auth/credentials.h"
+#include "auth/rate_limiter.h"
+#include "base/log.h"
+
+namespace weft {
+namespace {
+
+constexpr const char* kDeniedHelp = "Requests refused by authentication, by reason: missing, invalid, forbidden.";
+constexpr const char* kRateLimitedHelp = "Requests refused by a rate limit (429), by identity.";
+constexpr const char* kReloadsHelp = "Credential files read again after a change, by file and outcome.";
+constexpr const char* kAuditSuppressedHelp = "Audit log lines not written because of their rate limit.";
+
+// Rate-limited identities get a label each up to this many; the rest share "other", so that a flood of distinct
+// JWT subjects or addresses cannot grow the exposition without bound.
+constexpr size_t kMaxIdentityLabels = 1000;
+
+// Text from a client (a JWT subject, a route) as it goes into a log line: printable ASCII, bounded.
+std::string Printable(std::string_view text, size_t max_bytes = 200) {
+  std::string out;
+  out.reserve(std::min(text.size(), max_bytes));
+  for (char c : text.substr(0, max_bytes)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  if (text.size() > max_bytes) out += "...";
+  return out;
+}
+
+// What identifies one version of a file: a rewrite in place changes mtime or size, a rename changes the inode.
+struct FileSignature {
+  int64_t mtime_ns = 0;
+  int64_t size = -1;
+  uint64_t inode = 0;
+  friend bool operator==(const FileSignature&, const FileSignature&) = default;
+};
+
+std::optional<FileSignature> SignatureOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileSignature{.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec,
+                       .size = st.st_size,
+                       .inode = st.st_ino};
+}
+
+Result<std::string> ReadBounded(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidArgument("cannot open " + path);
+  std::string text;
+  std::array<char, 64 << 10> chunk{};
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const size_t got = static_cast<size_t>(in.gcount());
+    if (text.size() + got > max_bytes) {
+      return InvalidArgument(path + " is larger than " + std::to_string(max_bytes) + " bytes");
+    }
+    text.append(chunk.data(), got);
+  }
+  if (in.bad()) return InvalidArgument("cannot read " + path);
+  return text;
+}
+
+int64_t UnixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A verified JWT, kept until it expires or the key set changes.
+struct CachedToken {
+  JwtClaims claims;
+  uint64_t key_generation = 0;
+};
+
+// Verified tokens by their full text. Sharded; a full shard drops its expired entries, then an arbitrary one.
+class TokenCache {
+ public:
+  explicit TokenCache(size_t capacity) : per_shard_(std::max<size_t>(1, capacity / kShards)) {}
+
+  std::optional<JwtClaims> Find(std::string_view token, uint64_t generation, int64_t now, int64_t skew) {
+    if (per_shard_ == 0) return std::nullopt;
+    Shard& shard = ShardOf(token);
+    std::lock_guard lock(shard.mu);
+    auto it = shard.tokens.find(std::string(token));
+    if (it == shard.tokens.end()) return std::nullopt;
+    if (it->second.key_generation != generation || it->second.claims.expires_at + skew < now) {
+      shard.tokens.erase(it);
+      return std::nullopt;
+    }
+    return it->second.claims;
+  }
+
+  void Put(std::string_view token, const JwtClaims& claims, uint64_t generation, int64_t now, int64_t skew) {
+    Shard& shard = ShardOf(token);
+    std::lock_guard lock(shard.mu);
+    if (shard.tokens.size() >= per_shard_) {
+      std::erase_if(shard.tokens, [&](const auto& entry) {
+        return entry.second.key_generation != generation || entry.second.claims.expires_at + skew < now;
+      });
+      if (shard.tokens.size() >= per_shard_) shard.tokens.erase(shard.tokens.begin());
+    }
+    shard.tokens.insert_or_assign(std::string(token), CachedToken{claims, generation});
+  }
+
+ private:
+  static constexpr size_t kShards = 16;
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<std::string, CachedToken> tokens;
+  };
+  Shard& ShardOf(std::string_view token) { return shards_[std::hash<std::string_view>()(token) % kShards]; }
+
+  const size_t per_shard_;
+  std::array<Shard, kShards> shards_;
+};
+
+}  // namespace
+
+struct Gatekeeper::State {
+  GatekeeperOptions options;
+  const Clock* clock = nullptr;
+
+  std::atomic<std::shared_ptr<const ApiKeySet>> keys;
+  std::atomic<std::shared_ptr<const JsonWebKeySet>> jwks;
+  std::atomic<uint64_t> jwks_generation{0};
+  std::optional<FileSignature> keys_signature;  // the reload thread's only
+  std::optional<FileSignature> jwks_signature;
+  std::mutex reload_mu;  // one reload at a time (the thread and ReloadNow)
+
+  TokenCache token_cache{4096};
+  RateLimiter limiter;
+
+  MetricsRegistry* metrics = nullptr;
+  Counter* denied_missing = nullptr;
+  Counter* denied_invalid = nullptr;
+  Counter* denied_forbidden = nullptr;
+  Counter* audit_suppressed = nullptr;
+  std::mutex identity_labels_mu;
+  std::map<std::string, Counter*, std::less<>> rate_limited;  // by identity label
+
+  std::mutex audit_mu;
+  TokenBucket audit_bucket;
+  uint64_t audit_suppressed_since_last = 0;
+
+  std::mutex stop_mu;
+  std::condition_variable_any stop_cv;
+  std::jthread reload_thread;
+
+  State(GatekeeperOptions o, MetricsRegistry* m, const Clock* c)
+      : options(std::move(o)),
+        clock(c),
+        token_cache(options.jwt_cache_entries),
+        limiter(options.max_rate_limited_identities),
+        metrics(m) {
+    denied_missing = m->GetCounter("weft_auth_denied_total", kDeniedHelp, {{"reason", "missing"}});
+    denied_invalid = m->GetCounter("weft_auth_denied_total", kDeniedHelp, {{"reason", "invalid"}});
+    denied_forbidden = m->GetCounter("weft_auth_denied_total", kDeniedHelp, {{"reason", "forbidden"}});
+    audit_suppressed = m->GetCounter("weft_audit_lines_suppressed_total", kAuditSuppressedHelp);
+  }
+
+  bool authenticates() const { return !options.keys_file.empty() || !options.jwks_file.empty(); }
+
+  // Reads the files that changed. Ok, or the first refusal (the old contents stay in use).
+  Status Reload(bool at_start) {
+    std::lock_guard lock(reload_mu);
+    Status first = Status::Ok();
+    if (!options.keys_file.empty()) {
+      Status s = ReloadOne(options.keys_file, ApiKeySet::kMaxFileBytes, &keys_signature, at_start, "keys",
+                           [this](std::string_view text) -> Status {
+                             Result<ApiKeySet> parsed = ApiKeySet::Parse(text);
+                             if (!parsed.ok()) return parsed.status();
+                             const size_t n = parsed->size();
+                             keys.store(std::make_shared<const ApiKeySet>(std::move(parsed).value()));
+                             WEFT_LOG(Info) << "auth: " << n << " API keys from " << options.keys_file;
+                             return Status::Ok();
+                           });
+      if (first.ok()) first = s;
+    }
+    if (!options.jwks_file.empty()) {
+      Status s = ReloadOne(options.jwks_file, JsonWebKeySet::kMaxFileBytes, &jwks_signature, at_start, "jwks",
+                           [this](std::string_view text) -> Status {
+                             Result<JsonWebKeySet> parsed = JsonWebKeySet::Parse(text);
+                             if (!parsed.ok()) return parsed.status();
+                             const size_t n = parsed->size();
+                             jwks.store(std::make_shared<const JsonWebKeySet>(std::move(parsed).value()));
+                             jwks_generation.fetch_add(1);
+                             WEFT_LOG(Info) << "auth: " << n << " JSON web keys from " << options.jwks_file;
+                             return Status::Ok();
+                           });
+      if (first.ok()) first = s;
+    }
+    return first;
+  }
+
+  Status ReloadOne(const std::string& path, size_t max_bytes, std::optional<FileSignature>* signature, bool at_start,
+                   const char* file_label, const std::function<Status(std::string_view)>& install) {
+    std::optional<FileSignature> now = SignatureOf(path);
+    if (!at_start && now == *signature) return Status::Ok();
+    // Recorded before reading: a bad file is reported once, not at every interval, and read again when it changes.
+    *signature = now;
+    Result<std::string> text = ReadBounded(path, max_bytes);
+    Status status = text.ok() ? install(*text) : text.status();
+    if (!status.ok()) status = InvalidArgument(path + ": " + status.message());
+    metrics
+        ->GetCounter("weft_auth_reloads_total", kReloadsHelp,
+                     {{"file", file_label}, {"outcome", status.ok() ? "ok" : "refused"}})
+        ->Increment();
+    if (!status.ok() && !at_start) {
+      WEFT_LOG(Error) << "auth: kept the previous file: " << status.message();
+    }
+    return status;
+  }
+
+  void RunReloads(const std::stop_token& stop) {
+    std::unique_lock lock(stop_mu);
+    while (!stop.stop_requested()) {
+      stop_cv.wait_for(lock, stop, options.reload_interval, [] { return false; });
+      if (stop.stop_requested()) break;
+      lock.unlock();
+      (void)Reload(/*at_start=*/false);
+      lock.lock();
+    }
+  }
+
+  void CountRateLimited(std::string_view identity) {
+    std::string label = identity.starts_with("anonymous") ? "anonymous" : std::string(identity);
+    std::lock_guard lock(identity_labels_mu);
+    auto it = rate_limited.find(label);
+    if (it == rate_limited.end()) {
+      if (rate_limited.size() >= kMaxIdentityLabels) label = "other";
+      it = rate_limited.find(label);
+      if (it == rate_limited.end()) {
+        it = rate_limited
+                 .emplace(label, metrics->GetCounter("weft_rate_limited_total", kRateLimitedHelp,
+                                                     {{"identity", label}}))
+                 .first;
+      }
+    }
+    it->second->Increment();
+  }
+
+  // Writes `line` unless the audit rate is spent; says how many were dropped before it.
+  void Audit(const std::string& line) {
+    uint64_t suppressed = 0;
+    {
+      std::lock_guard lock(audit_mu);
+      const RateLimit limit{options.audit_lines_per_second, std::max(1.0, options.audit_lines_per_second)};
+      if (limit.limited() && TakeToken(&audit_bucket, limit, clock->Now()).count() > 0) {
+        ++audit_suppressed_since_last;
+        audit_suppressed->Increment();
+        return;
+      }
+      suppressed = std::exchange(audit_suppressed_since_last, 0);
+    }
+    if (suppressed > 0) {
+      WEFT_LOG(Warning) << "audit: " << line << " (" << suppressed << " earlier lines not written: rate limit)";
+    } else {
+      WEFT_LOG(Warning) << "audit: " << line;
+    }
+  }
+
+  // Who `caller` is: its bearer token, else its certificate's subject in the key file. Unauthenticated (counted
+  // and audited) when neither names anyone.
+  Status Identify(const Caller& caller, std::string_view route, std::string* identity, ScopeSet* scopes,
+                  const ApiKey** key) {
+    Result<std::optional<std::string_view>> bearer = ParseBearer(caller.authorization);
+    if (!bearer.ok() || *bearer) {
+      Result<std::pair<std::string, ScopeSet>> who =
+          bearer.ok() ? IdentifyToken(**bearer, key) : Result<std::pair<std::string, ScopeSet>>(bearer.status());
+      if (!who.ok()) {
+        denied_invalid->Increment();
+        Audit("authentication failed: peer=" + Printable(caller.peer_address) + " route=" + Printable(route) +
+              " reason=" + Printable(who.status().message()));
+        return Unauthenticated("unauthenticated: the credential is not valid");
+      }
+      *identity = std::move(who->first);
+      *scopes = std::move(who->second);
+      return Status::Ok();
+    }
+    if (!caller.client_subject.empty()) {
+      std::shared_ptr<const ApiKeySet> set = keys.load();
+      *key = set ? set->FindBySubject(caller.client_subject) : nullptr;
+      if (*key) {
+        *identity = "key:" + (*key)->id;
+        *scopes = (*key)->scopes;
+        return Status::Ok();
+      }
+    }
+    denied_missing->Increment();
+    Audit("authentication failed: peer=" + Printable(caller.peer_address) + " route=" + Printable(route) +
+          " reason=no credential");
+    return Unauthenticated("unauthenticated: this route needs a credential (Authorization: Bearer)");
+  }
+
+  // The identity of a bearer token, or why there is none.
+  Result<std::pair<std::string, ScopeSet>> IdentifyToken(std::string_view token, const ApiKey** key) {
+    if (LooksLikeJwt(token)) {
+      std::shared_ptr<const JsonWebKeySet> set = jwks.load();
+      if (!set) return Unauthenticated("JWTs are not accepted by this server (no --auth-jwks)");
+      const int64_t now = UnixSeconds();
+      const int64_t skew = options.jwt.clock_skew.count();
+      const uint64_t generation = jwks_generation.load();
+      std::optional<JwtClaims> claims = token_cache.Find(token, generation, now, skew);
+      if (!claims) {
+        Result<JwtClaims> verified = VerifyJwt(token, *set, options.jwt, now);
+        if (!verified.ok()) return verified.status();
+        token_cache.Put(token, *verified, generation, now, skew);
+        claims = std::move(verified).value();
+      }
+      // nbf was checked when the token was verified; a cached one can only have grown older since.
+      return std::pair{"jwt:" + (claims->subject.empty() ? std::string("(no subject)") : claims->subject),
+                       claims->scopes};
+    }
+    std::shared_ptr<const ApiKeySet> set = keys.load();
+    const ApiKey* found = set ? set->FindBySecret(token) : nullptr;
+    if (!found) return Unauthenticated("unknown API key");
+    *key = found;
+    return std::pair{"key:" + found->id, found->scopes};
+  }
+};
+
+Result<std::unique_ptr<Gatekeeper>> Gatekeeper::Create(GatekeeperOptions options, MetricsRegistry* metrics,
+                                                       const Clock* clock) {
+  if (!options.jwks_file.empty() && options.jwt.issuer.empty() && options.jwt.audience.empty()) {
+    WEFT_LOG(Warning) << "auth: JWTs are checked without an issuer or audience (--auth-jwt-issuer, "
+                         "--auth-jwt-audience): any token signed by these keys is accepted";
+  }
+  auto state = std::make_unique<State>(std::move(options), metrics, clock);
+  WEFT_RETURN_IF_ERROR(state->Reload(/*at_start=*/true));
+  std::unique_ptr<Gatekeeper> gatekeeper(new Gatekeeper(std::move(state)));
+  State* s = gatekeeper->state_.get();
+  if (s->authenticates() && s->options.reload_interval.count() > 0) {
+    s->reload_thread = std::jthread([s](std::stop_token stop) { s->RunReloads(stop); });
+  }
+  return gatekeeper;
+}
+
+Gatekeeper::Gatekeeper(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+Gatekeeper::~Gatekeeper() {
+  if (state_->reload_thread.joinable()) {
+    state_->reload_thread.request_stop();
+    state_->reload_thread.join();
+  }
+}
+
+bool Gatekeeper::authenticates() const { return state_->authenticates(); }
+
+bool Gatekeeper::active() const { return authenticates() || state_->options.default_limit.limited(); }
+
+Status Gatekeeper::ReloadNow() { return state_->Reload(/*at_start=*/false); }
+
+Status Gatekeeper::Authenticate(const Caller& caller, std::string_view route) {
+  if (!state_->authenticates()) return Status::Ok();
+  std::string identity;
+  ScopeSet scopes;
+  const ApiKey* key = nullptr;
+  return state_->Identify(caller, route, &identity, &scopes, &key);
+}
+
+Admission Gatekeeper::Admit(const Caller& caller, Permission permission, std::string_view model,
+                            std::string_view route) {
+  State& s = *state_;
+  const bool health = permission == Permission::kHealth;
+  if (health && !s.options.protect_health) return Admission{Status::Ok(), "anonymous"};
+
+  Admission admission;
+  const ApiKey* key = nullptr;
+  ScopeSet scopes;
+  if (s.authenticates()) {
+    Status identified = s.Identify(caller, route, &admission.identity, &scopes, &key);
+    if (!identified.ok()) return Admission{std::move(identified), ""};
+    if (!scopes.Allows(permission, model)) {
+      s.denied_forbidden->Increment();
+      s.Audit("permission denied: identity=" + Printable(admission.identity) + " route=" + Printable(route) +
+              " needs=" + std::string(PermissionName(permission)));
+      std::string needed(PermissionName(permission));
+      if (permission == Permission::kInfer) needed = "infer:" + Printable(model);
+      return Admission{PermissionDenied("forbidden: the credential lacks the scope this route needs (" + needed + ")"),
+                       std::move(admission.identity)};
+    }
+  } else {
+    admission.identity = "anonymous";
+  }
+
+  // Probes and scrapes are not rate-limited: they come from the operator's own systems, at their own pace.
+  if (health || permission == Permission::kMetrics) return admission;
+  const RateLimit limit = key && key->rate_limit ? *key->rate_limit : s.options.default_limit;
+  if (limit.limited()) {
+    // Anonymous callers share nothing: each address has its own bucket.
+    const std::string bucket =
+        admission.identity == "anonymous" ? "anonymous@" + std::string(caller.peer_address) : admission.identity;
+    const std::chrono::nanoseconds wait = s.limiter.Acquire(bucket, limit, s.clock->Now());
+    if (wait.count() > 0) {
+      s.CountRateLimited(admission.identity);
+      auto wait_ms = std::chrono::ceil<std::chrono::milliseconds>(wait);
+      std::ostringstream message;
+      message << "rate limit: over " << limit.rate << " requests per second for this caller";
+      admission.status = ResourceExhausted(message.str()).WithRetryAfter(wait_ms);
+    }
+  }
+  return admission;
+}
+
+void Gatekeeper::AuditAdmin(const Admission& admission, std::string_view route, std::string_view outcome) {
+  state_->Audit("admin: identity=" + Printable(admission.identity) + " route=" + Printable(route) +
+                " outcome=" + Printable(outcome));
+}
+
+}  // namespace weft

@@ -1,0 +1,224 @@
+#include "auth/gatekeeper.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "auth/api_keys.h"
+
+namespace weft {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kOpsSecret = "ops-0123456789abcdef0123456789abcdef";
+constexpr const char* kCamSecret = "cam-0123456789abcdef0123456789abcdef";
+
+class GatekeeperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("weft_gatekeeper_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    keys_ = (dir_ / "keys.json").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  void WriteKeys(const std::string& json) {
+    const std::string tmp = keys_ + ".tmp";
+    std::ofstream(tmp) << json;
+    std::filesystem::rename(tmp, keys_);  // a new inode: seen as a change whatever the clock's resolution
+  }
+
+  static std::string Key(const std::string& id, const std::string& secret, const std::string& scopes,
+                         const std::string& extra = "") {
+    return R"({"id": ")" + id + R"(", "sha256": ")" + Sha256Hex(secret) + R"(", "scopes": [)" + scopes + "]" +
+           extra + "}";
+  }
+
+  std::unique_ptr<Gatekeeper> Make(GatekeeperOptions options) {
+    options.reload_interval = milliseconds(0);  // reloads only when the test asks
+    auto made = Gatekeeper::Create(std::move(options), &metrics_, &clock_);
+    EXPECT_TRUE(made.ok()) << made.status().ToString();
+    return made.ok() ? std::move(made).value() : nullptr;
+  }
+
+  static Caller Bearer(const std::string& header, std::string_view peer = "10.0.0.1") {
+    return Caller{.authorization = header, .client_subject = {}, .peer_address = peer};
+  }
+
+  std::filesystem::path dir_;
+  std::string keys_;
+  MetricsRegistry metrics_;
+  ManualClock clock_{SteadyTime(seconds(1000))};
+};
+
+TEST_F(GatekeeperTest, WithoutFilesEveryoneIsServedAsAnonymous) {
+  auto gatekeeper = Make({});
+  EXPECT_FALSE(gatekeeper->authenticates());
+  EXPECT_FALSE(gatekeeper->active());
+  Admission a = gatekeeper->Admit(Caller{}, Permission::kAdmin, {}, "POST /v2/repository/index");
+  EXPECT_TRUE(a.status.ok());
+  EXPECT_EQ(a.identity, "anonymous");
+}
+
+TEST_F(GatekeeperTest, KeysAreCheckedWithTheirScopes) {
+  WriteKeys(R"({"keys": [)" + Key("ops", kOpsSecret, R"("admin", "metadata")") + ", " +
+            Key("cam", kCamSecret, R"("infer:detector")") + "]}");
+  auto gatekeeper = Make({.keys_file = keys_});
+  ASSERT_TRUE(gatekeeper->authenticates());
+
+  const std::string ops = std::string("Bearer ") + kOpsSecret;
+  const std::string cam = std::string("Bearer ") + kCamSecret;
+  EXPECT_TRUE(gatekeeper->Admit(Bearer(ops), Permission::kAdmin, {}, "r").status.ok());
+  EXPECT_TRUE(gatekeeper->Admit(Bearer(ops), Permission::kSharedMemory, {}, "r").status.ok());  // admin grants shm
+  EXPECT_EQ(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "detector", "r").status.code(),
+            StatusCode::kPermissionDenied);
+  Admission admitted = gatekeeper->Admit(Bearer(cam), Permission::kInfer, "detector", "r");
+  EXPECT_TRUE(admitted.status.ok());
+  EXPECT_EQ(admitted.identity, "key:cam");
+  EXPECT_EQ(gatekeeper->Admit(Bearer(cam), Permission::kInfer, "other", "r").status.code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(gatekeeper->Admit(Bearer(cam), Permission::kMetrics, {}, "r").status.code(),
+            StatusCode::kPermissionDenied);
+
+  for (const std::string& bad : {std::string(), std::string("Bearer nope"), std::string("Basic abc"),
+                                 std::string("Bearer"), std::string("bearer ") + kCamSecret + "x"}) {
+    Admission refused = gatekeeper->Admit(Bearer(bad), Permission::kInfer, "detector", "r");
+    EXPECT_EQ(refused.status.code(), StatusCode::kUnauthenticated) << bad;
+    EXPECT_TRUE(refused.identity.empty());
+    EXPECT_EQ(refused.status.message().find("detector"), std::string::npos);
+  }
+  // The scheme is matched without regard to case.
+  EXPECT_TRUE(gatekeeper->Admit(Bearer(std::string("bearer ") + kCamSecret), Permission::kInfer, "detector", "r")
+                  .status.ok());
+  EXPECT_EQ(metrics_.GetCounter("weft_auth_denied_total", "", {{"reason", "missing"}})->value(), 1);
+  EXPECT_EQ(metrics_.GetCounter("weft_auth_denied_total", "", {{"reason", "invalid"}})->value(), 4);
+  EXPECT_EQ(metrics_.GetCounter("weft_auth_denied_total", "", {{"reason", "forbidden"}})->value(), 3);
+}
+
+TEST_F(GatekeeperTest, HealthIsOpenUnlessProtected) {
+  WriteKeys(R"({"keys": [)" + Key("cam", kCamSecret, R"("infer")") + "]}");
+  auto open = Make({.keys_file = keys_});
+  EXPECT_TRUE(open->Admit(Caller{}, Permission::kHealth, {}, "GET /v2/health/ready").status.ok());
+  auto closed = Make({.keys_file = keys_, .protect_health = true});
+  EXPECT_EQ(closed->Admit(Caller{}, Permission::kHealth, {}, "r").status.code(), StatusCode::kUnauthenticated);
+  // Any valid credential will do, whatever its scopes.
+  EXPECT_TRUE(
+      closed->Admit(Bearer(std::string("Bearer ") + kCamSecret), Permission::kHealth, {}, "r").status.ok());
+}
+
+TEST_F(GatekeeperTest, AClientCertificateSubjectNamesAKey) {
+  WriteKeys(R"({"keys": [{"id": "camera-7", "subject": "CN=camera-7,O=acme", "scopes": ["infer"]}]})");
+  auto gatekeeper = Make({.keys_file = keys_});
+  Admission a = gatekeeper->Admit(Caller{.client_subject = "CN=camera-7,O=acme"}, Permission::kInfer, "m", "r");
+  EXPECT_TRUE(a.status.ok()) << a.status.ToString();
+  EXPECT_EQ(a.identity, "key:camera-7");
+  EXPECT_EQ(gatekeeper->Admit(Caller{.client_subject = "CN=camera-8,O=acme"}, Permission::kInfer, "m", "r")
+                .status.code(),
+            StatusCode::kUnauthenticated);
+  // A bearer credential, when there is one, decides: a bad one is not rescued by the certificate.
+  EXPECT_EQ(gatekeeper
+                ->Admit(Caller{.authorization = "Bearer nope", .client_subject = "CN=camera-7,O=acme"},
+                        Permission::kInfer, "m", "r")
+                .status.code(),
+            StatusCode::kUnauthenticated);
+}
+
+TEST_F(GatekeeperTest, AKeysOwnRateLimitHoldsAndOthersHaveTheirOwnBuckets) {
+  WriteKeys(R"({"keys": [)" + Key("cam", kCamSecret, R"("infer")", R"(, "rate": 10, "burst": 2)") + ", " +
+            Key("ops", kOpsSecret, R"("infer")") + "]}");
+  auto gatekeeper = Make({.keys_file = keys_, .default_limit = {.rate = 1, .burst = 1}});
+  const std::string cam = std::string("Bearer ") + kCamSecret;
+  const std::string ops = std::string("Bearer ") + kOpsSecret;
+  EXPECT_TRUE(gatekeeper->Admit(Bearer(cam), Permission::kInfer, "m", "r").status.ok());
+  EXPECT_TRUE(gatekeeper->Admit(Bearer(cam), Permission::kInfer, "m", "r").status.ok());
+  Admission limited = gatekeeper->Admit(Bearer(cam), Permission::kInfer, "m", "r");
+  EXPECT_EQ(limited.status.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(limited.status.retry_after(), milliseconds(100));
+  // The default bucket of another key is its own.
+  EXPECT_TRUE(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.ok());
+  EXPECT_EQ(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.code(),
+            StatusCode::kResourceExhausted);
+  clock_.Advance(milliseconds(100));
+  EXPECT_TRUE(gatekeeper->Admit(Bearer(cam), Permission::kInfer, "m", "r").status.ok());
+  EXPECT_EQ(metrics_.GetCounter("weft_rate_limited_total", "", {{"identity", "key:cam"}})->value(), 1);
+  // Health checks are never limited.
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(gatekeeper->Admit(Bearer(ops), Permission::kHealth, {}, "r").status.ok());
+}
+
+TEST_F(GatekeeperTest, AnonymousCallersAreLimitedByAddress) {
+  auto gatekeeper = Make({.default_limit = {.rate = 2, .burst = 1}});
+  EXPECT_TRUE(gatekeeper->active());
+  EXPECT_TRUE(gatekeeper->Admit(Bearer("", "10.0.0.1"), Permission::kInfer, "m", "r").status.ok());
+  EXPECT_EQ(gatekeeper->Admit(Bearer("", "10.0.0.1"), Permission::kInfer, "m", "r").status.code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_TRUE(gatekeeper->Admit(Bearer("", "10.0.0.2"), Permission::kInfer, "m", "r").status.ok());
+  EXPECT_EQ(metrics_.GetCounter("weft_rate_limited_total", "", {{"identity", "anonymous"}})->value(), 1);
+  clock_.Advance(milliseconds(500));
+  EXPECT_TRUE(gatekeeper->Admit(Bearer("", "10.0.0.1"), Permission::kInfer, "m", "r").status.ok());
+}
+
+TEST_F(GatekeeperTest, AChangedKeyFileIsReadAgainAndABadOneIsRefused) {
+  WriteKeys(R"({"keys": [)" + Key("cam", kCamSecret, R"("infer")") + "]}");
+  auto gatekeeper = Make({.keys_file = keys_});
+  const std::string cam = std::string("Bearer ") + kCamSecret;
+  const std::string ops = std::string("Bearer ") + kOpsSecret;
+  EXPECT_EQ(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.code(),
+            StatusCode::kUnauthenticated);
+
+  WriteKeys(R"({"keys": [)" + Key("ops", kOpsSecret, R"("infer")") + "]}");
+  EXPECT_TRUE(gatekeeper->ReloadNow().ok());
+  EXPECT_TRUE(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.ok());
+  EXPECT_EQ(gatekeeper->Admit(Bearer(cam), Permission::kInfer, "m", "r").status.code(),
+            StatusCode::kUnauthenticated);
+
+  WriteKeys(R"({"keys": [{"id": "x", "sha256": "not hex", "scopes": []}]})");
+  Status refused = gatekeeper->ReloadNow();
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find(keys_), std::string::npos) << refused.message();
+  EXPECT_TRUE(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.ok());  // the old keys stay
+  EXPECT_EQ(metrics_.GetCounter("weft_auth_reloads_total", "", {{"file", "keys"}, {"outcome", "refused"}})->value(),
+            1);
+  // An unchanged file is not read again.
+  EXPECT_TRUE(gatekeeper->ReloadNow().ok());
+  EXPECT_EQ(metrics_.GetCounter("weft_auth_reloads_total", "", {{"file", "keys"}, {"outcome", "refused"}})->value(),
+            1);
+}
+
+TEST_F(GatekeeperTest, CreateRefusesAnUnreadableOrBadFile) {
+  auto missing = Gatekeeper::Create({.keys_file = (dir_ / "nope.json").string()}, &metrics_, &clock_);
+  EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);
+  WriteKeys("{");
+  auto bad = Gatekeeper::Create({.keys_file = keys_}, &metrics_, &clock_);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  std::ofstream(dir_ / "jwks.json") << R"({"keys": [{"kty": "RSA", "n": "AQAB", "e": "AQAB"}]})";
+  auto weak = Gatekeeper::Create({.jwks_file = (dir_ / "jwks.json").string()}, &metrics_, &clock_);
+  EXPECT_EQ(weak.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(GatekeeperTest, AJwtWithoutAJwksIsRefused) {
+  WriteKeys(R"({"keys": [)" + Key("cam", kCamSecret, R"("infer")") + "]}");
+  auto gatekeeper = Make({.keys_file = keys_});
+  EXPECT_EQ(gatekeeper->Admit(Bearer("Bearer aaa.bbb.ccc"), Permission::kInfer, "m", "r").status.code(),
+            StatusCode::kUnauthenticated);
+}
+
+TEST_F(GatekeeperTest, AuditLinesAreRateLimited) {
+  WriteKeys(R"({"keys": [)" + Key("cam", kCamSecret, R"("infer")") + "]}");
+  auto gatekeeper = Make({.keys_file = keys_, .audit_lines_per_second = 2});
+  for (int i = 0; i < 10; ++i) gatekeeper->Admit(Caller{}, Permission::kInfer, "m", "r");
+  EXPECT_EQ(metrics_.GetCounter("weft_audit_lines_suppressed_total", "")->value(), 8);
+  clock_.Advance(seconds(1));
+  gatekeeper->Admit(Caller{}, Permission::kInfer, "m", "r");
+  EXPECT_EQ(metrics_.GetCounter("weft_audit_lines_suppressed_total", "")->value(), 8);
+}
+
+}  // namespace
+}  // namespace weft
