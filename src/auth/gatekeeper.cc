@@ -240,10 +240,10 @@ struct Gatekeeper::State {
       if (rate_limited.size() >= kMaxIdentityLabels) label = "other";
       it = rate_limited.find(label);
       if (it == rate_limited.end()) {
-        it = rate_limited
-                 .emplace(label, metrics->GetCounter("weft_rate_limited_total", kRateLimitedHelp,
-                                                     {{"identity", label}}))
-                 .first;
+        it =
+            rate_limited
+                .emplace(label, metrics->GetCounter("weft_rate_limited_total", kRateLimitedHelp, {{"identity", label}}))
+                .first;
       }
     }
     it->second->Increment();

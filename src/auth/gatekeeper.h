@@ -20,9 +20,9 @@ namespace weft {
 // and then every route but the health checks (unless closed too) needs a credential with the route's scope.
 // Rate limits apply with or without authentication.
 struct GatekeeperOptions {
-  std::string keys_file;  // --auth-keys: ApiKeySet JSON; read again when it changes
-  std::string jwks_file;  // --auth-jwks: JsonWebKeySet JSON; read again when it changes
-  JwtPolicy jwt;          // --auth-jwt-issuer, --auth-jwt-audience, --auth-jwt-clock-skew-secs
+  std::string keys_file;        // --auth-keys: ApiKeySet JSON; read again when it changes
+  std::string jwks_file;        // --auth-jwks: JsonWebKeySet JSON; read again when it changes
+  JwtPolicy jwt;                // --auth-jwt-issuer, --auth-jwt-audience, --auth-jwt-clock-skew-secs
   bool protect_health = false;  // --auth-protect-health: health checks need a credential too (any scope)
   RateLimit default_limit;      // --rate-limit: every caller without a limit of its own, anonymous ones included
   std::chrono::milliseconds reload_interval{1000};  // how often the files are checked for a change

@@ -22,9 +22,8 @@ constexpr const char* kCamSecret = "cam-0123456789abcdef0123456789abcdef";
 class GatekeeperTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("weft_gatekeeper_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("weft_gatekeeper_test_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
     keys_ = (dir_ / "keys.json").string();
   }
@@ -38,8 +37,8 @@ class GatekeeperTest : public ::testing::Test {
 
   static std::string Key(const std::string& id, const std::string& secret, const std::string& scopes,
                          const std::string& extra = "") {
-    return R"({"id": ")" + id + R"(", "sha256": ")" + Sha256Hex(secret) + R"(", "scopes": [)" + scopes + "]" +
-           extra + "}";
+    return R"({"id": ")" + id + R"(", "sha256": ")" + Sha256Hex(secret) + R"(", "scopes": [)" + scopes + "]" + extra +
+           "}";
   }
 
   std::unique_ptr<Gatekeeper> Make(GatekeeperOptions options) {
@@ -85,8 +84,7 @@ TEST_F(GatekeeperTest, KeysAreCheckedWithTheirScopes) {
   EXPECT_EQ(admitted.identity, "key:cam");
   EXPECT_EQ(gatekeeper->Admit(Bearer(cam), Permission::kInfer, "other", "r").status.code(),
             StatusCode::kPermissionDenied);
-  EXPECT_EQ(gatekeeper->Admit(Bearer(cam), Permission::kMetrics, {}, "r").status.code(),
-            StatusCode::kPermissionDenied);
+  EXPECT_EQ(gatekeeper->Admit(Bearer(cam), Permission::kMetrics, {}, "r").status.code(), StatusCode::kPermissionDenied);
 
   for (const std::string& bad : {std::string(), std::string("Bearer nope"), std::string("Basic abc"),
                                  std::string("Bearer"), std::string("bearer ") + kCamSecret + "x"}) {
@@ -96,8 +94,8 @@ TEST_F(GatekeeperTest, KeysAreCheckedWithTheirScopes) {
     EXPECT_EQ(refused.status.message().find("detector"), std::string::npos);
   }
   // The scheme is matched without regard to case.
-  EXPECT_TRUE(gatekeeper->Admit(Bearer(std::string("bearer ") + kCamSecret), Permission::kInfer, "detector", "r")
-                  .status.ok());
+  EXPECT_TRUE(
+      gatekeeper->Admit(Bearer(std::string("bearer ") + kCamSecret), Permission::kInfer, "detector", "r").status.ok());
   EXPECT_EQ(metrics_.GetCounter("weft_auth_denied_total", "", {{"reason", "missing"}})->value(), 1);
   EXPECT_EQ(metrics_.GetCounter("weft_auth_denied_total", "", {{"reason", "invalid"}})->value(), 4);
   EXPECT_EQ(metrics_.GetCounter("weft_auth_denied_total", "", {{"reason", "forbidden"}})->value(), 3);
@@ -110,8 +108,7 @@ TEST_F(GatekeeperTest, HealthIsOpenUnlessProtected) {
   auto closed = Make({.keys_file = keys_, .protect_health = true});
   EXPECT_EQ(closed->Admit(Caller{}, Permission::kHealth, {}, "r").status.code(), StatusCode::kUnauthenticated);
   // Any valid credential will do, whatever its scopes.
-  EXPECT_TRUE(
-      closed->Admit(Bearer(std::string("Bearer ") + kCamSecret), Permission::kHealth, {}, "r").status.ok());
+  EXPECT_TRUE(closed->Admit(Bearer(std::string("Bearer ") + kCamSecret), Permission::kHealth, {}, "r").status.ok());
 }
 
 TEST_F(GatekeeperTest, AClientCertificateSubjectNamesAKey) {
@@ -120,9 +117,9 @@ TEST_F(GatekeeperTest, AClientCertificateSubjectNamesAKey) {
   Admission a = gatekeeper->Admit(Caller{.client_subject = "CN=camera-7,O=acme"}, Permission::kInfer, "m", "r");
   EXPECT_TRUE(a.status.ok()) << a.status.ToString();
   EXPECT_EQ(a.identity, "key:camera-7");
-  EXPECT_EQ(gatekeeper->Admit(Caller{.client_subject = "CN=camera-8,O=acme"}, Permission::kInfer, "m", "r")
-                .status.code(),
-            StatusCode::kUnauthenticated);
+  EXPECT_EQ(
+      gatekeeper->Admit(Caller{.client_subject = "CN=camera-8,O=acme"}, Permission::kInfer, "m", "r").status.code(),
+      StatusCode::kUnauthenticated);
   // A bearer credential, when there is one, decides: a bad one is not rescued by the certificate.
   EXPECT_EQ(gatekeeper
                 ->Admit(Caller{.authorization = "Bearer nope", .client_subject = "CN=camera-7,O=acme"},
@@ -144,8 +141,7 @@ TEST_F(GatekeeperTest, AKeysOwnRateLimitHoldsAndOthersHaveTheirOwnBuckets) {
   EXPECT_EQ(limited.status.retry_after(), milliseconds(100));
   // The default bucket of another key is its own.
   EXPECT_TRUE(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.ok());
-  EXPECT_EQ(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.code(),
-            StatusCode::kResourceExhausted);
+  EXPECT_EQ(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.code(), StatusCode::kResourceExhausted);
   clock_.Advance(milliseconds(100));
   EXPECT_TRUE(gatekeeper->Admit(Bearer(cam), Permission::kInfer, "m", "r").status.ok());
   EXPECT_EQ(metrics_.GetCounter("weft_rate_limited_total", "", {{"identity", "key:cam"}})->value(), 1);
@@ -170,26 +166,22 @@ TEST_F(GatekeeperTest, AChangedKeyFileIsReadAgainAndABadOneIsRefused) {
   auto gatekeeper = Make({.keys_file = keys_});
   const std::string cam = std::string("Bearer ") + kCamSecret;
   const std::string ops = std::string("Bearer ") + kOpsSecret;
-  EXPECT_EQ(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.code(),
-            StatusCode::kUnauthenticated);
+  EXPECT_EQ(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.code(), StatusCode::kUnauthenticated);
 
   WriteKeys(R"({"keys": [)" + Key("ops", kOpsSecret, R"("infer")") + "]}");
   EXPECT_TRUE(gatekeeper->ReloadNow().ok());
   EXPECT_TRUE(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.ok());
-  EXPECT_EQ(gatekeeper->Admit(Bearer(cam), Permission::kInfer, "m", "r").status.code(),
-            StatusCode::kUnauthenticated);
+  EXPECT_EQ(gatekeeper->Admit(Bearer(cam), Permission::kInfer, "m", "r").status.code(), StatusCode::kUnauthenticated);
 
   WriteKeys(R"({"keys": [{"id": "x", "sha256": "not hex", "scopes": []}]})");
   Status refused = gatekeeper->ReloadNow();
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find(keys_), std::string::npos) << refused.message();
   EXPECT_TRUE(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.ok());  // the old keys stay
-  EXPECT_EQ(metrics_.GetCounter("weft_auth_reloads_total", "", {{"file", "keys"}, {"outcome", "refused"}})->value(),
-            1);
+  EXPECT_EQ(metrics_.GetCounter("weft_auth_reloads_total", "", {{"file", "keys"}, {"outcome", "refused"}})->value(), 1);
   // An unchanged file is not read again.
   EXPECT_TRUE(gatekeeper->ReloadNow().ok());
-  EXPECT_EQ(metrics_.GetCounter("weft_auth_reloads_total", "", {{"file", "keys"}, {"outcome", "refused"}})->value(),
-            1);
+  EXPECT_EQ(metrics_.GetCounter("weft_auth_reloads_total", "", {{"file", "keys"}, {"outcome", "refused"}})->value(), 1);
 }
 
 TEST_F(GatekeeperTest, CreateRefusesAnUnreadableOrBadFile) {
