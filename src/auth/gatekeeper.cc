@@ -76,52 +76,66 @@ int64_t UnixSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// A verified JWT, kept until it expires or the key set changes.
+// A verified JWT, kept until it expires or the key set changes, with the identity it gives.
 struct CachedToken {
   JwtClaims claims;
+  std::string identity;
   uint64_t key_generation = 0;
 };
 
-// Verified tokens by their full text. Sharded; a full shard drops its expired entries, then an arbitrary one.
+struct TokenHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view token) const { return std::hash<std::string_view>()(token); }
+};
+
+// Verified tokens by their full text. Sharded; a full shard drops its expired entries, then an arbitrary one. A hit
+// allocates nothing and copies nothing but a reference.
 class TokenCache {
  public:
   explicit TokenCache(size_t capacity) : per_shard_(std::max<size_t>(1, capacity / kShards)) {}
 
-  std::optional<JwtClaims> Find(std::string_view token, uint64_t generation, int64_t now, int64_t skew) {
-    if (per_shard_ == 0) return std::nullopt;
+  std::shared_ptr<const CachedToken> Find(std::string_view token, uint64_t generation, int64_t now, int64_t skew) {
     Shard& shard = ShardOf(token);
     std::lock_guard lock(shard.mu);
-    auto it = shard.tokens.find(std::string(token));
-    if (it == shard.tokens.end()) return std::nullopt;
-    if (it->second.key_generation != generation || it->second.claims.expires_at + skew < now) {
+    auto it = shard.tokens.find(token);
+    if (it == shard.tokens.end()) return nullptr;
+    if (it->second->key_generation != generation || it->second->claims.expires_at + skew < now) {
       shard.tokens.erase(it);
-      return std::nullopt;
+      return nullptr;
     }
-    return it->second.claims;
+    return it->second;
   }
 
-  void Put(std::string_view token, const JwtClaims& claims, uint64_t generation, int64_t now, int64_t skew) {
+  void Put(std::string_view token, std::shared_ptr<const CachedToken> entry, int64_t now, int64_t skew) {
     Shard& shard = ShardOf(token);
     std::lock_guard lock(shard.mu);
     if (shard.tokens.size() >= per_shard_) {
-      std::erase_if(shard.tokens, [&](const auto& entry) {
-        return entry.second.key_generation != generation || entry.second.claims.expires_at + skew < now;
+      std::erase_if(shard.tokens, [&](const auto& e) {
+        return e.second->key_generation != entry->key_generation || e.second->claims.expires_at + skew < now;
       });
       if (shard.tokens.size() >= per_shard_) shard.tokens.erase(shard.tokens.begin());
     }
-    shard.tokens.insert_or_assign(std::string(token), CachedToken{claims, generation});
+    shard.tokens.insert_or_assign(std::string(token), std::move(entry));
   }
 
  private:
   static constexpr size_t kShards = 16;
   struct Shard {
     std::mutex mu;
-    std::unordered_map<std::string, CachedToken> tokens;
+    std::unordered_map<std::string, std::shared_ptr<const CachedToken>, TokenHash, std::equal_to<>> tokens;
   };
-  Shard& ShardOf(std::string_view token) { return shards_[std::hash<std::string_view>()(token) % kShards]; }
+  Shard& ShardOf(std::string_view token) { return shards_[TokenHash()(token) % kShards]; }
 
   const size_t per_shard_;
   std::array<Shard, kShards> shards_;
+};
+
+// Who a request comes from, as far as the gatekeeper needs it.
+struct Who {
+  std::string identity;
+  const ScopeSet* scopes = nullptr;    // lives as long as `holder`
+  const ApiKey* key = nullptr;         // the key file's entry, when a key named the caller
+  std::shared_ptr<const void> holder;  // the key set or the cached token that `scopes` and `key` point into
 };
 
 }  // namespace
@@ -271,29 +285,22 @@ struct Gatekeeper::State {
 
   // Who `caller` is: its bearer token, else its certificate's subject in the key file. Unauthenticated (counted
   // and audited) when neither names anyone.
-  Status Identify(const Caller& caller, std::string_view route, std::string* identity, ScopeSet* scopes,
-                  const ApiKey** key) {
+  Result<Who> Identify(const Caller& caller, std::string_view route) {
     Result<std::optional<std::string_view>> bearer = ParseBearer(caller.authorization);
     if (!bearer.ok() || *bearer) {
-      Result<std::pair<std::string, ScopeSet>> who =
-          bearer.ok() ? IdentifyToken(**bearer, key) : Result<std::pair<std::string, ScopeSet>>(bearer.status());
+      Result<Who> who = bearer.ok() ? IdentifyToken(**bearer) : Result<Who>(bearer.status());
       if (!who.ok()) {
         denied_invalid->Increment();
         Audit("authentication failed: peer=" + Printable(caller.peer_address) + " route=" + Printable(route) +
               " reason=" + Printable(who.status().message()));
         return Unauthenticated("unauthenticated: the credential is not valid");
       }
-      *identity = std::move(who->first);
-      *scopes = std::move(who->second);
-      return Status::Ok();
+      return who;
     }
     if (!caller.client_subject.empty()) {
       std::shared_ptr<const ApiKeySet> set = keys.load();
-      *key = set ? set->FindBySubject(caller.client_subject) : nullptr;
-      if (*key) {
-        *identity = "key:" + (*key)->id;
-        *scopes = (*key)->scopes;
-        return Status::Ok();
+      if (const ApiKey* key = set ? set->FindBySubject(caller.client_subject) : nullptr) {
+        return Who{.identity = "key:" + key->id, .scopes = &key->scopes, .key = key, .holder = std::move(set)};
       }
     }
     denied_missing->Increment();
@@ -303,29 +310,31 @@ struct Gatekeeper::State {
   }
 
   // The identity of a bearer token, or why there is none.
-  Result<std::pair<std::string, ScopeSet>> IdentifyToken(std::string_view token, const ApiKey** key) {
+  Result<Who> IdentifyToken(std::string_view token) {
     if (LooksLikeJwt(token)) {
       std::shared_ptr<const JsonWebKeySet> set = jwks.load();
       if (!set) return Unauthenticated("JWTs are not accepted by this server (no --auth-jwks)");
       const int64_t now = UnixSeconds();
       const int64_t skew = options.jwt.clock_skew.count();
       const uint64_t generation = jwks_generation.load();
-      std::optional<JwtClaims> claims = token_cache.Find(token, generation, now, skew);
-      if (!claims) {
+      // nbf was checked when the token was verified; a cached one can only have grown older since.
+      std::shared_ptr<const CachedToken> cached = token_cache.Find(token, generation, now, skew);
+      if (!cached) {
         Result<JwtClaims> verified = VerifyJwt(token, *set, options.jwt, now);
         if (!verified.ok()) return verified.status();
-        token_cache.Put(token, *verified, generation, now, skew);
-        claims = std::move(verified).value();
+        auto entry = std::make_shared<CachedToken>();
+        entry->identity = "jwt:" + (verified->subject.empty() ? std::string("(no subject)") : verified->subject);
+        entry->claims = std::move(verified).value();
+        entry->key_generation = generation;
+        cached = std::move(entry);
+        token_cache.Put(token, cached, now, skew);
       }
-      // nbf was checked when the token was verified; a cached one can only have grown older since.
-      return std::pair{"jwt:" + (claims->subject.empty() ? std::string("(no subject)") : claims->subject),
-                       claims->scopes};
+      return Who{.identity = cached->identity, .scopes = &cached->claims.scopes, .key = nullptr, .holder = cached};
     }
     std::shared_ptr<const ApiKeySet> set = keys.load();
     const ApiKey* found = set ? set->FindBySecret(token) : nullptr;
     if (!found) return Unauthenticated("unknown API key");
-    *key = found;
-    return std::pair{"key:" + found->id, found->scopes};
+    return Who{.identity = "key:" + found->id, .scopes = &found->scopes, .key = found, .holder = std::move(set)};
   }
 };
 
@@ -362,10 +371,7 @@ Status Gatekeeper::ReloadNow() { return state_->Reload(/*at_start=*/false); }
 
 Status Gatekeeper::Authenticate(const Caller& caller, std::string_view route) {
   if (!state_->authenticates()) return Status::Ok();
-  std::string identity;
-  ScopeSet scopes;
-  const ApiKey* key = nullptr;
-  return state_->Identify(caller, route, &identity, &scopes, &key);
+  return state_->Identify(caller, route).status();
 }
 
 Admission Gatekeeper::Admit(const Caller& caller, Permission permission, std::string_view model,
@@ -376,11 +382,13 @@ Admission Gatekeeper::Admit(const Caller& caller, Permission permission, std::st
 
   Admission admission;
   const ApiKey* key = nullptr;
-  ScopeSet scopes;
+  Result<Who> who = Who{};
   if (s.authenticates()) {
-    Status identified = s.Identify(caller, route, &admission.identity, &scopes, &key);
-    if (!identified.ok()) return Admission{std::move(identified), ""};
-    if (!scopes.Allows(permission, model)) {
+    who = s.Identify(caller, route);
+    if (!who.ok()) return Admission{who.status(), ""};
+    admission.identity = std::move(who->identity);
+    key = who->key;
+    if (!who->scopes->Allows(permission, model)) {
       s.denied_forbidden->Increment();
       s.Audit("permission denied: identity=" + Printable(admission.identity) + " route=" + Printable(route) +
               " needs=" + std::string(PermissionName(permission)));
