@@ -11,9 +11,11 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
+#include "base/json_string.h"
 #include "base/log.h"
 #include "model_config.pb.h"
 #include "repository/pbtxt/config_json.h"
@@ -203,6 +205,41 @@ Result<ParsedProto> ParseJsonProto(std::string_view json, const std::string& sou
     parsed.warnings.push_back(source + ": no field named " + field + " in the schema.");
   }
   return parsed;
+}
+
+// The path of the first string in `message` (a field, an element or a map key) that is not UTF-8, or nullopt.
+// proto3 strings are UTF-8 by definition, but the text parser keeps any bytes an escape spells: the config
+// endpoint would render them as U+FFFD, and two such map keys would collide into one.
+std::optional<std::string> FirstNonUtf8String(const pb::Message& message, const std::string& path) {
+  const pb::Reflection* reflection = message.GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const pb::FieldDescriptor* field : fields) {
+    const std::string where = JoinPath(path, field->name());
+    if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING && field->type() == pb::FieldDescriptor::TYPE_STRING) {
+      if (field->is_repeated()) {
+        for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+          if (!IsValidUtf8(reflection->GetRepeatedString(message, field, i))) {
+            return where + "[" + std::to_string(i) + "]";
+          }
+        }
+      } else if (!IsValidUtf8(reflection->GetString(message, field))) {
+        return where;
+      }
+    } else if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (field->is_repeated()) {
+        for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+          std::optional<std::string> found = FirstNonUtf8String(reflection->GetRepeatedMessage(message, field, i),
+                                                                where + "[" + std::to_string(i) + "]");
+          if (found) return found;
+        }
+      } else {
+        std::optional<std::string> found = FirstNonUtf8String(reflection->GetMessage(message, field), where);
+        if (found) return found;
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 // Fills the defaults that Triton also reports as set, so that the JSON shows the config that is served.
@@ -406,6 +443,9 @@ Result<ModelConfig> Convert(const inference::ModelConfig& p) {
 
 // What the text and JSON forms share once parsed: the default name, Triton's defaults, conversion, validation.
 Result<ModelConfig> Finish(ParsedProto parsed, const std::string& source, const std::string& default_name) {
+  if (std::optional<std::string> where = FirstNonUtf8String(parsed.proto, "")) {
+    return InvalidArgument(source + ": " + *where + " is not UTF-8");
+  }
   if (parsed.proto.name().empty()) parsed.proto.set_name(default_name);
   Normalize(&parsed.proto);
   Result<ModelConfig> config = Convert(parsed.proto);

@@ -391,6 +391,42 @@ TEST(ConfigPbtxtTest, JsonEscapesStrings) {
   EXPECT_THAT(parsed->json, HasSubstr(R"("k":{"string_value":"a\"b\\c\nd\u0001"})"));
 }
 
+// Found by the config_pbtxt fuzzer: two map keys whose bytes are not UTF-8 both rendered as U+FFFD, and the JSON
+// (the config endpoint's answer) then held one key twice and did not load again.
+TEST(ConfigPbtxtTest, StringsThatAreNotUtf8AreErrorsThatNameTheField) {
+  auto keys = ParseModelConfigText(R"cfg(
+    name: "m"
+    input { name: "x" data_type: TYPE_FP32 dims: [1] }
+    output { name: "y" data_type: TYPE_FP32 dims: [1] }
+    parameters { key: "\232" }
+    parameters { key: "\252" value { string_value: "2" } }
+  )cfg",
+                                   kSource);
+  ASSERT_FALSE(keys.ok());
+  EXPECT_EQ(keys.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(keys.status().message(), HasSubstr("parameters[0].key is not UTF-8"));
+
+  auto value = ParseModelConfigText(R"cfg(
+    name: "m"
+    input { name: "x\377" data_type: TYPE_FP32 dims: [1] }
+    output { name: "y" data_type: TYPE_FP32 dims: [1] }
+  )cfg",
+                                    kSource);
+  ASSERT_FALSE(value.ok());
+  EXPECT_THAT(value.status().message(), HasSubstr("input[0].name is not UTF-8"));
+
+  // Escapes that spell well-formed UTF-8 are text like any other.
+  auto escaped = ParseModelConfigText(R"cfg(
+    name: "m"
+    input { name: "x" data_type: TYPE_FP32 dims: [1] }
+    output { name: "y" data_type: TYPE_FP32 dims: [1] }
+    parameters { key: "caf\303\251" value { string_value: "\360\237\230\200" } }
+  )cfg",
+                                      kSource);
+  ASSERT_TRUE(escaped.ok()) << escaped.status().ToString();
+  EXPECT_EQ(escaped->parameters.at("caf\xc3\xa9"), "\xf0\x9f\x98\x80");
+}
+
 // Found by the config_pbtxt fuzzer: a repeated map key printed twice, and JSON refuses a repeated key.
 TEST(ConfigPbtxtTest, JsonPrintsARepeatedMapKeyOnceWithTheValueThatCounts) {
   auto parsed = ParseModelConfigText(R"cfg(
