@@ -20,6 +20,7 @@ struct BenchFlags {
   std::string arrivals = "constant";
   std::vector<std::string> shapes;
   std::vector<std::string> parameters;
+  std::vector<std::string> headers;
   double duration_s = 10;
   double warmup_s = 0;
   double request_timeout_s = 30;
@@ -92,6 +93,9 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags* f) {
   f->priority_flag = cmd->add_option("--priority", f->priority, "Request parameter 'priority' (1 = highest)");
   f->timeout_flag =
       cmd->add_option("--timeout-us", f->timeout_us, "Request parameter 'timeout': queue timeout in microseconds");
+  cmd->add_option("--header", f->headers,
+                  "'Name: value' sent with every request (HTTP header; gRPC metadata), e.g. 'Authorization: Bearer "
+                  "<secret>' for a server with authentication (repeatable)");
   cmd->add_option("--parameter", f->parameters,
                   "key=value request parameter, an integer when it parses as one, else a string (repeatable), "
                   "e.g. source=cam1");
@@ -128,6 +132,10 @@ weft::Result<weft::BenchOptions> BenchOptionsFromFlags(const BenchFlags& f) {
   for (const std::string& text : f.shapes) {
     WEFT_ASSIGN_OR_RETURN(auto shape, weft::ParseShapeFlag(text));
     o.shapes[shape.first] = shape.second;
+  }
+  for (const std::string& text : f.headers) {
+    WEFT_ASSIGN_OR_RETURN(auto header, weft::ParseHeaderFlag(text));
+    o.headers.push_back(std::move(header));
   }
   for (const std::string& text : f.parameters) {
     WEFT_ASSIGN_OR_RETURN(auto parameter, weft::ParseParameterFlag(text));

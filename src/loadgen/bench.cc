@@ -242,12 +242,12 @@ Result<BenchReport> RunBench(const BenchOptions& options, std::ostream* progress
   PreparedRun run;
   if (options.protocol == Protocol::kGrpc) {
     WEFT_ASSIGN_OR_RETURN(std::string target, ParseGrpcTarget(options.url));
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<GrpcTransport> grpc, GrpcTransport::Create(target));
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<GrpcTransport> grpc, GrpcTransport::Create(target, options.headers));
     WEFT_ASSIGN_OR_RETURN(run, PrepareGrpcRequest(effective, *grpc));
     transport = std::move(grpc);
   } else {
     WEFT_ASSIGN_OR_RETURN(HttpUrl url, ParseHttpUrl(options.url));
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<HttpTransport> http, HttpTransport::Create(url));
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<HttpTransport> http, HttpTransport::Create(url, options.headers));
     WEFT_ASSIGN_OR_RETURN(run, PrepareRequest(effective, url, *http));
     transport = std::move(http);
   }

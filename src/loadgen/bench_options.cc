@@ -54,6 +54,29 @@ Result<std::pair<std::string, BenchParameterValue>> ParseParameterFlag(const std
   return std::pair{std::move(key), BenchParameterValue(std::move(value))};
 }
 
+Result<std::pair<std::string, std::string>> ParseHeaderFlag(const std::string& text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos || colon == 0)
+    return InvalidArgument("--header wants 'Name: value', got '" + text + "'");
+  std::string name = text.substr(0, colon);
+  static constexpr std::string_view kTokenPunctuation = "!#$%&'*+-.^_`|~";
+  for (char c : name) {
+    const bool letter_or_digit = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!letter_or_digit && kTokenPunctuation.find(c) == std::string_view::npos) {
+      return InvalidArgument("--header: '" + name + "' is not a header name");
+    }
+  }
+  std::string_view value = std::string_view(text).substr(colon + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  for (char c : value) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      return InvalidArgument("--header " + name + ": the value may hold printable characters only");
+    }
+  }
+  return std::pair{std::move(name), std::string(value)};
+}
+
 Status ValidateBenchOptions(const BenchOptions& o) {
   if (o.model.empty()) return InvalidArgument("--model is required");
   if (o.batch_size < 1) return InvalidArgument("--batch-size must be at least 1");

@@ -50,6 +50,9 @@ struct BenchOptions {
   std::optional<int64_t> priority;
   std::optional<int64_t> timeout_us;
   std::map<std::string, BenchParameterValue> parameters;
+  // --header "Name: value": sent with every request, the set-up calls included (HTTP headers; gRPC metadata, the
+  // name in lower case). For a server that asks for credentials: --header "Authorization: Bearer <secret>".
+  std::vector<std::pair<std::string, std::string>> headers;
 
   // Load.
   LoadMode mode = LoadMode::kClosedLoop;
@@ -74,6 +77,9 @@ struct BenchOptions {
 Result<std::pair<std::string, std::vector<int64_t>>> ParseShapeFlag(const std::string& text);
 // Parses "key=value" for --parameter: an int64 when the whole value parses as one, else the string.
 Result<std::pair<std::string, BenchParameterValue>> ParseParameterFlag(const std::string& text);
+// Parses "Name: value" for --header: the name an HTTP token (letters, digits and !#$%&'*+-.^_`|~), the value
+// printable ASCII (spaces around it dropped). InvalidArgument otherwise: a CR or LF would split the request.
+Result<std::pair<std::string, std::string>> ParseHeaderFlag(const std::string& text);
 // Checks the options against each other (one load mode, positive bounds, flags that do not mix with
 // --input-data). InvalidArgument says which flag is wrong.
 Status ValidateBenchOptions(const BenchOptions& options);

@@ -38,6 +38,20 @@ TEST(BenchOptionsTest, ParsesParametersAsIntOrString) {
   EXPECT_FALSE(ParseParameterFlag("priority=1").ok());  // has its own flag
 }
 
+TEST(BenchOptionsTest, ParsesHeaders) {
+  auto bearer = ParseHeaderFlag("Authorization:   Bearer abc.def-1 ");
+  ASSERT_TRUE(bearer.ok()) << bearer.status().ToString();
+  EXPECT_EQ(bearer->first, "Authorization");
+  EXPECT_EQ(bearer->second, "Bearer abc.def-1");
+  auto colon = ParseHeaderFlag("X-Route-Key: a:b");
+  ASSERT_TRUE(colon.ok());
+  EXPECT_EQ(colon->second, "a:b");
+  EXPECT_TRUE(ParseHeaderFlag("X-Empty:").ok());
+  for (const char* bad : {"NoColon", ": value", "Bad Name: v", "X:a\r\nInjected: 1", "X:a\nb", "(x): v"}) {
+    EXPECT_FALSE(ParseHeaderFlag(bad).ok()) << bad;
+  }
+}
+
 TEST(BenchOptionsTest, ValidatesCombinations) {
   BenchOptions ok;
   ok.model = "m";

@@ -3,9 +3,11 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <cctype>
 #include <charconv>
 #include <condition_variable>
 #include <mutex>
@@ -88,6 +90,9 @@ class TrackedCall {
   std::shared_ptr<CallTracker> tracker_;
 };
 
+// Metadata sent with every call (--header).
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
 struct InFlight {
   explicit InFlight(std::shared_ptr<CallTracker> tracker) : tracked(std::move(tracker)) {}
   TrackedCall tracked;  // first: destroyed last, after the context
@@ -102,8 +107,9 @@ struct InFlight {
 
 class GrpcChannel final : public Channel, public std::enable_shared_from_this<GrpcChannel> {
  public:
-  GrpcChannel(boost::asio::io_context& io, std::shared_ptr<grpc::Channel> channel, std::shared_ptr<CallTracker> tracker)
-      : io_(io), stub_(std::move(channel)), tracker_(std::move(tracker)) {}
+  GrpcChannel(boost::asio::io_context& io, std::shared_ptr<grpc::Channel> channel, std::shared_ptr<CallTracker> tracker,
+              std::shared_ptr<const Metadata> metadata)
+      : io_(io), stub_(std::move(channel)), tracker_(std::move(tracker)), metadata_(std::move(metadata)) {}
 
   void Send(std::shared_ptr<const WireRequest> request, SteadyTime deadline,
             std::function<void(TransportReply)> done) override {
@@ -113,6 +119,7 @@ class GrpcChannel final : public Channel, public std::enable_shared_from_this<Gr
     call->guard.emplace(io_.get_executor());
     call->done = std::move(done);
     call->context.set_deadline(SystemDeadline(deadline));
+    for (const auto& [name, value] : *metadata_) call->context.AddMetadata(name, value);
     current_ = call;
     // The callback holds no reference to this channel (see CallTracker); it hands the answer to the io thread,
     // where the channel is looked up again.
@@ -158,6 +165,7 @@ class GrpcChannel final : public Channel, public std::enable_shared_from_this<Gr
   boost::asio::io_context& io_;
   grpc::GenericStub stub_;
   const std::shared_ptr<CallTracker> tracker_;
+  const std::shared_ptr<const Metadata> metadata_;
   std::shared_ptr<InFlight> current_;  // io thread only
 };
 
@@ -221,9 +229,12 @@ struct GrpcTransport::Impl {
     tracker->idle.wait_for(lock, std::chrono::seconds(30), [&] { return tracker->live == 0; });
   }
 
+  std::shared_ptr<const Metadata> metadata = std::make_shared<const Metadata>();
+
   std::unique_ptr<grpc::ClientContext> Context(std::chrono::nanoseconds timeout) const {
     auto context = std::make_unique<grpc::ClientContext>();
     context->set_deadline(SystemDeadline(std::chrono::steady_clock::now() + timeout));
+    for (const auto& [name, value] : *metadata) context->AddMetadata(name, value);
     return context;
   }
 };
@@ -231,9 +242,13 @@ struct GrpcTransport::Impl {
 GrpcTransport::GrpcTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 GrpcTransport::~GrpcTransport() = default;
 
-Result<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(const std::string& target) {
+Result<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(const std::string& target, Metadata metadata) {
   auto impl = std::make_unique<Impl>();
   impl->target = target;
+  for (auto& [name, value] : metadata) {
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  }
+  impl->metadata = std::make_shared<const Metadata>(std::move(metadata));
   impl->setup_channel = NewChannel(target);
   impl->setup = inference::GRPCInferenceService::NewStub(impl->setup_channel);
   return std::unique_ptr<GrpcTransport>(new GrpcTransport(std::move(impl)));
@@ -253,7 +268,7 @@ std::shared_ptr<Channel> GrpcTransport::OpenChannel(boost::asio::io_context& io)
     std::lock_guard lock(impl_->mu);
     impl_->channels.push_back(channel);
   }
-  return std::make_shared<GrpcChannel>(io, std::move(channel), impl_->tracker);
+  return std::make_shared<GrpcChannel>(io, std::move(channel), impl_->tracker, impl_->metadata);
 }
 
 Result<ModelMetadata> GrpcTransport::FetchMetadata(const std::string& model, const std::string& version,

@@ -26,8 +26,10 @@ Result<std::string> ParseGrpcTarget(std::string_view text);
 // kOutcomeGrpc + the status code; a call past its deadline is a timeout. Thread-safe.
 class GrpcTransport final : public Transport {
  public:
-  // The channel connects lazily: an unreachable server shows in the first call.
-  static Result<std::unique_ptr<GrpcTransport>> Create(const std::string& target);
+  // The channel connects lazily: an unreachable server shows in the first call. `metadata` goes with every call
+  // (names in lower case, as gRPC wants them).
+  static Result<std::unique_ptr<GrpcTransport>> Create(const std::string& target,
+                                                       std::vector<std::pair<std::string, std::string>> metadata = {});
   ~GrpcTransport() override;
 
   std::shared_ptr<const WireRequest> Encode(const PreparedRequest& request) const override;

@@ -225,10 +225,13 @@ class HttpChannel final : public Channel, public std::enable_shared_from_this<Ht
 
 }  // namespace
 
-HttpTransport::HttpTransport(HttpUrl url, std::vector<tcp::endpoint> endpoints)
-    : url_(std::move(url)), endpoints_(std::make_shared<const std::vector<tcp::endpoint>>(std::move(endpoints))) {}
+HttpTransport::HttpTransport(HttpUrl url, std::vector<tcp::endpoint> endpoints, std::string extra_headers)
+    : url_(std::move(url)),
+      extra_headers_(std::move(extra_headers)),
+      endpoints_(std::make_shared<const std::vector<tcp::endpoint>>(std::move(endpoints))) {}
 
-Result<std::unique_ptr<HttpTransport>> HttpTransport::Create(const HttpUrl& url) {
+Result<std::unique_ptr<HttpTransport>> HttpTransport::Create(const HttpUrl& url,
+                                                             std::vector<std::pair<std::string, std::string>> headers) {
   std::string host = url.host;
   if (host.starts_with('[')) host = host.substr(1, host.size() - 2);
   asio::io_context io;
@@ -240,14 +243,16 @@ Result<std::unique_ptr<HttpTransport>> HttpTransport::Create(const HttpUrl& url)
   }
   std::vector<tcp::endpoint> endpoints;
   for (const auto& entry : results) endpoints.push_back(entry.endpoint());
-  return std::unique_ptr<HttpTransport>(new HttpTransport(url, std::move(endpoints)));
+  std::string extra;
+  for (const auto& [name, value] : headers) extra += name + ": " + value + "\r\n";
+  return std::unique_ptr<HttpTransport>(new HttpTransport(url, std::move(endpoints), std::move(extra)));
 }
 
 std::shared_ptr<const WireRequest> HttpTransport::Encode(const PreparedRequest& request) const {
   auto wire = std::make_shared<HttpWireRequest>();
   std::string& head = wire->head;
   head = request.method + " " + request.target + " HTTP/1.1\r\nHost: " + url_.host + ":" + std::to_string(url_.port) +
-         "\r\nUser-Agent: weft-bench\r\n";
+         "\r\nUser-Agent: weft-bench\r\n" + extra_headers_;
   for (const auto& [name, value] : request.headers) head += name + ": " + value + "\r\n";
   if (!request.body.empty() || request.method != "GET") {
     head += "Content-Length: " + std::to_string(request.body.size()) + "\r\n";

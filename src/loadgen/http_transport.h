@@ -28,16 +28,18 @@ Result<HttpUrl> ParseHttpUrl(std::string_view text);
 // as Triton's and weft's servers answer one request at a time per connection). The host is resolved once.
 class HttpTransport final : public Transport {
  public:
-  // Unavailable when the host does not resolve.
-  static Result<std::unique_ptr<HttpTransport>> Create(const HttpUrl& url);
+  // Unavailable when the host does not resolve. `headers` go with every request.
+  static Result<std::unique_ptr<HttpTransport>> Create(const HttpUrl& url,
+                                                       std::vector<std::pair<std::string, std::string>> headers = {});
 
   std::shared_ptr<const WireRequest> Encode(const PreparedRequest& request) const override;
   std::shared_ptr<Channel> OpenChannel(boost::asio::io_context& io) const override;
 
  private:
-  HttpTransport(HttpUrl url, std::vector<boost::asio::ip::tcp::endpoint> endpoints);
+  HttpTransport(HttpUrl url, std::vector<boost::asio::ip::tcp::endpoint> endpoints, std::string extra_headers);
 
   const HttpUrl url_;
+  const std::string extra_headers_;  // "Name: value\r\n" lines
   const std::shared_ptr<const std::vector<boost::asio::ip::tcp::endpoint>> endpoints_;
 };
 

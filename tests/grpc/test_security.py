@@ -295,6 +295,21 @@ class AuthenticationTest(unittest.TestCase):
             metadata=[("authorization", "Bearer " + CAM_SECRET)], timeout=RPC_TIMEOUT)
         self.assertEqual(reply.model_name, "add_sub")
 
+    def test_weft_bench_sends_a_credential(self):
+        from weft_testing import BINARY
+        for protocol, port in (("http", self.server.http_port), ("grpc", self.server.grpc_port)):
+            with self.subTest(protocol=protocol):
+                args = [BINARY, "bench", "--url", f"127.0.0.1:{port}" if protocol == "grpc" else
+                        f"http://127.0.0.1:{port}", "--protocol", protocol, "--model", "add_sub", "--requests", "20",
+                        "--json", "-q"]
+                refused = subprocess.run(args, capture_output=True, text=True, timeout=60)
+                self.assertNotEqual(refused.returncode, 0, refused.stdout)
+                served = subprocess.run(args + ["--header", "Authorization: Bearer " + OPS_SECRET],
+                                        capture_output=True, text=True, timeout=60)
+                self.assertEqual(served.returncode, 0, served.stderr)
+                report = json.loads(served.stdout)
+                self.assertEqual((report["sent"], report["successes"]), (20, 20), report)
+
     def test_refusals_are_counted_and_audited(self):
         before = self.server.metric("weft_auth_denied_total", reason="missing")
         self.http("GET", "/v2")
