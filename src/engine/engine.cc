@@ -605,6 +605,8 @@ Result<VersionHandle> Engine::StartCopy(std::shared_ptr<LoadedVersion> loaded, s
   WEFT_ASSIGN_OR_RETURN(ResilienceConfig resilience, ParseResilienceConfig(config));
   if (options.device) scheduler_options.on_out_of_memory = [device = options.device] { device->ReleaseCachedMemory(); };
   scheduler_options.execution_timeout = resilience.execution_timeout;
+  WEFT_ASSIGN_OR_RETURN(const bool batch_tuning, BatchTuningEnabled(config));
+  if (batch_tuning) scheduler_options.batch_tuning = BatchTunerOptions{};
   if (resilience.execution_timeout.count() > 0 && loaded->backend) {
     // A fresh instance in place of one quarantined after an execution overran, with a lane of its own. The
     // scheduler owns what this makes and destroys it before `loaded` and the multiplexer.

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/checked_math.h"
+#include "model/parameter_text.h"
 #include "model/resilience_config.h"
 
 namespace weft {
@@ -291,7 +292,22 @@ Status ValidateModelConfig(const ModelConfig& config) {
   // The weft.breaker.* and weft.fallback_models parameters: a bad value refuses the config here, at load, rather
   // than leaving a default in place.
   WEFT_RETURN_IF_ERROR(ParseResilienceConfig(config).status());
+  WEFT_RETURN_IF_ERROR(BatchTuningEnabled(config).status());
   return Status::Ok();
+}
+
+Result<bool> BatchTuningEnabled(const ModelConfig& config) {
+  const bool batches = config.dynamic_batching && config.max_batch_size >= 2;
+  const auto it = config.parameters.find("weft.batch_tuning");
+  if (it == config.parameters.end()) return batches && config.dynamic_batching->preferred_batch_size.empty();
+  const std::string_view value = TrimParameter(it->second);
+  if (value == "off") return false;
+  if (value != "on") return BadParameter("weft.batch_tuning", "\"on\" or \"off\"", QuotedParameter(it->second));
+  if (!batches) {
+    return InvalidArgument(
+        "parameters 'weft.batch_tuning': \"on\" needs dynamic_batching and a max_batch_size of 2 or more");
+  }
+  return true;
 }
 
 int64_t BatchSize(const ModelConfig& config, std::span<const Tensor> inputs) {

@@ -163,6 +163,12 @@ struct ConfigLimits {
 // is checked when it is read). InvalidArgument naming the field otherwise.
 Status ValidateModelConfig(const ModelConfig& config);
 
+// Whether the scheduler tunes the model's batch cap from measured costs (scheduler/batch_tuner.h). The parameter
+// "weft.batch_tuning" says "on" or "off"; absent, it is on for a model that batches dynamically with a
+// max_batch_size of 2 or more and names no preferred_batch_size (a config that names sizes chose its batches).
+// "on" for a model that cannot batch is an error, as is any other value. ValidateModelConfig calls this.
+Result<bool> BatchTuningEnabled(const ModelConfig& config);
+
 // The shape a client sends for `tensor`, with -1 for the batch dimension when the model batches.
 Shape FullShape(const ModelConfig& config, const TensorConfig& tensor);
 

@@ -91,6 +91,44 @@ TEST(ModelConfigTest, RejectsGpusOnCpuGroupsAndNegativeGpus) {
 }
 
 // A model with a variable-length FP32 input "x" [-1, 4] and a BYTES input "s" [2], and one valid warm-up sample.
+// BatchTuningEnabled's answer for a config it accepts.
+bool Tuned(const ModelConfig& c) {
+  Result<bool> tuned = BatchTuningEnabled(c);
+  EXPECT_TRUE(tuned.ok()) << tuned.status().ToString();
+  return tuned.ok() && *tuned;
+}
+
+TEST(ModelConfigTest, BatchTuningIsOnByDefaultForADynamicBatcherWithoutPreferredSizes) {
+  ModelConfig c = Mlp();
+  EXPECT_FALSE(Tuned(c));  // no dynamic_batching
+  c.dynamic_batching = DynamicBatchingConfig{};
+  EXPECT_TRUE(Tuned(c));
+  c.dynamic_batching->preferred_batch_size = {4};
+  EXPECT_FALSE(Tuned(c));  // the config chose its sizes
+  c.parameters["weft.batch_tuning"] = " on ";
+  EXPECT_TRUE(Tuned(c));
+  c.parameters["weft.batch_tuning"] = "off";
+  c.dynamic_batching->preferred_batch_size.clear();
+  EXPECT_FALSE(Tuned(c));
+  c.max_batch_size = 1;
+  c.parameters.erase("weft.batch_tuning");
+  EXPECT_FALSE(Tuned(c));  // nothing to tune
+}
+
+TEST(ModelConfigTest, BatchTuningRefusesOtherValuesAndOnWhereNothingBatches) {
+  ModelConfig c = Mlp();
+  c.dynamic_batching = DynamicBatchingConfig{};
+  c.parameters["weft.batch_tuning"] = "yes";
+  Status bad = ValidateModelConfig(c);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("weft.batch_tuning"), std::string::npos) << bad.message();
+  c.parameters["weft.batch_tuning"] = "on";
+  EXPECT_TRUE(ValidateModelConfig(c).ok());
+  c.dynamic_batching.reset();
+  bad = ValidateModelConfig(c);
+  EXPECT_NE(bad.message().find("needs dynamic_batching"), std::string::npos) << bad.message();
+}
+
 ModelConfig WithWarmup(int max_batch_size = 8) {
   ModelConfig c;
   c.name = "m";

@@ -41,6 +41,12 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
   WEFT_CHECK(executors.size() == instances.size()) << "model '" << config_.name << "': " << executors.size()
                                                    << " executors for " << instances.size() << " instances";
   std::lock_guard lock(mu_);
+  if (options_.batch_tuning && batch_policy_.dynamic_batching && batch_policy_.max_batch_size >= 2) {
+    BatchTunerOptions tuning = *options_.batch_tuning;
+    tuning.max_batch_size = batch_policy_.max_batch_size;
+    tuner_.emplace(tuning);
+    metrics_.tuned_batch_cap->Set(static_cast<double>(tuner_->chosen()));
+  }
   for (size_t i = 0; i < executors.size(); ++i) {
     instances_[i].number = i;
     threads_.emplace_back([this, i, executor = executors[i]](std::stop_token stop) { Serve(stop, i, executor); });
@@ -260,7 +266,12 @@ void Scheduler::Serve(std::stop_token stop, size_t instance, InstanceExecutor* e
         continue;
       }
     }
-    policy.batch_cap = BatchCapLocked(instance, now);
+    const int64_t oom_cap = BatchCapLocked(instance, now);
+    policy.batch_cap = oom_cap;
+    if (tuner_) {
+      const int64_t tuned = tuner_->Cap(now);
+      policy.batch_cap = oom_cap > 0 ? std::min(oom_cap, tuned) : tuned;
+    }
     BatchDecision decision;
     if (!retries.empty()) {
       // A retry goes first: its requests left the queue before any that is still queued.
@@ -277,10 +288,10 @@ void Scheduler::Serve(std::stop_token stop, size_t instance, InstanceExecutor* e
     const uint64_t seen = generation_;
     auto changed = [this, seen] { return generation_ != seen; };
     // A capped instance also wakes when its cap ends, to report it lifted.
-    const SteadyTime cap_end = policy.batch_cap > 0 ? instances_[instance].cap_until : SteadyTime::max();
+    const SteadyTime cap_end = oom_cap > 0 ? instances_[instance].cap_until : SteadyTime::max();
     switch (decision.kind) {
       case BatchDecision::Kind::kIdle:
-        if (policy.batch_cap > 0) {
+        if (oom_cap > 0) {
           work_changed_.wait_until(lock, stop, cap_end, changed);
         } else {
           work_changed_.wait(lock, stop, changed);
@@ -647,6 +658,7 @@ void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, 
   Entries& batch = inflight.entries;
   metrics_.compute_duration->Observe(Seconds(timing.end - timing.start));
   RecordExecution(batch.size(), timing.end - timing.start);
+  if (outputs.ok()) TuneBatchCap(inflight.items, inflight.compute_input + (timing.end - timing.start));
   metrics_.execution_count->Increment();
   metrics_.inference_count->Increment(static_cast<double>(inflight.items));
   metrics_.triton.execution_count->Increment();
@@ -825,6 +837,27 @@ int64_t Scheduler::BatchCapLocked(size_t instance, SteadyTime now) {
     ReportBatchCapLocked(now);
   }
   return state.batch_cap;
+}
+
+void Scheduler::TuneBatchCap(int64_t items, SteadyTime::duration took) {
+  const SteadyTime now = std::chrono::steady_clock::now();
+  int64_t chosen = 0;
+  int64_t was = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!tuner_) return;
+    was = tuner_->chosen();
+    if (!tuner_->Observe(items, std::chrono::duration_cast<std::chrono::nanoseconds>(took), now)) return;
+    chosen = tuner_->chosen();
+    // The cap moved (a probe ended, or another size became the cheapest): an instance waiting for a batch to fill
+    // decides again.
+    ++generation_;
+  }
+  work_changed_.notify_all();
+  if (chosen == was) return;
+  metrics_.tuned_batch_cap->Set(static_cast<double>(chosen));
+  WEFT_LOG(Info) << "model '" << config_.name << "' version " << options_.version << ": batches now hold at most "
+                 << chosen << " items, the size that costs least per item as measured (" << was << " before)";
 }
 
 void Scheduler::ReportBatchCapLocked(SteadyTime now) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "model/model_config.h"
 #include "model/request.h"
 #include "scheduler/batch_policy.h"
+#include "scheduler/batch_tuner.h"
 #include "scheduler/byte_budget.h"
 #include "scheduler/instance_executor.h"
 #include "scheduler/request_queue.h"
@@ -82,6 +84,9 @@ class Scheduler {
     // weft.execution_timeout_ms: how long an execution may run before its requests are answered with an error and
     // its instance is replaced; 0 = no limit.
     std::chrono::milliseconds execution_timeout{0};
+    // Set: the batch cap is tuned from measured costs (weft.batch_tuning, BatchTuningEnabled), one tuner for all the
+    // version's instances (max_batch_size comes from the config). Unset: batches fill to max_batch_size.
+    std::optional<BatchTunerOptions> batch_tuning;
     // Creates the instance that takes the place of quarantined instance number `index` (0-based, as in the
     // config; a replacement's replacement keeps the number). Called on a thread of the scheduler's own, never
     // concurrently with the destructor's return; may block for as long as loading a model takes. Empty = no
@@ -176,6 +181,9 @@ class Scheduler {
   bool RetryAfterOutOfMemory(InFlight& batch);
   // The batch cap of `instance` at `now` (0 = none), after lifting one whose time is up.
   int64_t BatchCapLocked(size_t instance, SteadyTime now);
+  // Tells the batch tuner what a successful execution of `items` items cost; wakes the instances when the cap moved.
+  // Takes mu_.
+  void TuneBatchCap(int64_t items, SteadyTime::duration took);
   // Sets weft_oom_batch_cap to the lowest cap still in force over the instances.
   void ReportBatchCapLocked(SteadyTime now);
   void AnswerExpired(Entries& expired, SteadyTime now);
@@ -228,7 +236,8 @@ class Scheduler {
   size_t replacing_ = 0;  // guarded by mu_: replacements being created
   // Guarded by mu_: what replace_instance made. Kept until the destructor has joined every thread.
   std::vector<InstanceReplacement> replacements_;
-  int64_t reported_cap_ = 0;  // guarded by mu_: what this scheduler last set weft_oom_batch_cap to
+  int64_t reported_cap_ = 0;         // guarded by mu_: what this scheduler last set weft_oom_batch_cap to
+  std::optional<BatchTuner> tuner_;  // guarded by mu_
 
   // dynamic_batching { preserve_ordering: true }: answers leave in the order their requests were admitted, an
   // answer that is ready early waiting for the ones before it.

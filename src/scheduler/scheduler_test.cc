@@ -107,6 +107,36 @@ TEST_F(SchedulerTest, PreferredBatchSizeRunsAtOnceAndOutputsSplitBack) {
   EXPECT_EQ(scheduler_->metrics().inference_count->value(), 4);
 }
 
+// Each item costs more the larger its batch (a convnet whose batch overflows the caches): the tuner takes the cap
+// down from 8, and the metric follows.
+TEST_F(SchedulerTest, BatchTuningLowersTheCapOfAModelThatBatchingSlows) {
+  Scheduler::Options options;
+  options.batch_tuning = BatchTunerOptions{.min_samples = 3,
+                                           .probe_executions = 4,
+                                           .probe_interval = milliseconds(20),
+                                           .stale_after = milliseconds(2000),
+                                           .probe_timeout = milliseconds(500)};
+  Start(FakeConfig(8, DynamicBatchingConfig{}), false, 1, options);
+  instances_[0]->set_cost([](int64_t items) { return std::chrono::microseconds(300 * items * items); });
+  EXPECT_EQ(scheduler_->metrics().tuned_batch_cap->value(), 8);
+  // Waves of 16 requests keep the queue deeper than the cap, until the cap is down or 20 s have passed.
+  const auto give_up = Clock::now() + std::chrono::seconds(20);
+  for (int wave = 0; scheduler_->metrics().tuned_batch_cap->value() > 2 && Clock::now() < give_up; ++wave) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < 16; ++i) {
+      ids.push_back("w" + std::to_string(wave) + "r" + std::to_string(i));
+      Submit(ids.back(), {float(i)});
+    }
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(Output(ids[i]), std::vector<float>{2.0f * float(i)}) << ids[i];
+  }
+  EXPECT_LE(scheduler_->metrics().tuned_batch_cap->value(), 2);
+}
+
+TEST_F(SchedulerTest, WithoutBatchTuningTheCapMetricIsZero) {
+  Start(FakeConfig(8, DynamicBatchingConfig{}));
+  EXPECT_EQ(scheduler_->metrics().tuned_batch_cap->value(), 0);
+}
+
 TEST_F(SchedulerTest, MaxQueueDelayIsRespected) {
   Start(FakeConfig(8, DynamicBatchingConfig{.max_queue_delay_us = 200'000}));
   const auto start = Clock::now();

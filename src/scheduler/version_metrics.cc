@@ -95,6 +95,10 @@ VersionMetrics::VersionMetrics(MetricsRegistry* registry, const std::string& mod
   oom_batch_cap = registry->GetGauge(
       "weft_oom_batch_cap", "The lowest cap on batch items over the instances after running out of memory; 0 = none.",
       labels);
+  tuned_batch_cap = registry->GetGauge(
+      "weft_batch_tuned_cap",
+      "The most items per batch that the batch tuner chose from measured costs (weft.batch_tuning); 0 = tuning off.",
+      labels);
   execution_timeouts = registry->GetCounter(
       "weft_execution_timeouts_total",
       "Executions that overran weft.execution_timeout_ms; their requests were answered with an error at the limit.",
@@ -143,7 +147,8 @@ void VersionMetrics::Remove(MetricsRegistry* registry, const std::string& model,
        {"weft_inference_request_success_total", "weft_inference_count_total", "weft_inference_exec_count_total",
         "weft_inference_request_duration_seconds", "weft_inference_queue_duration_seconds",
         "weft_inference_compute_duration_seconds", "weft_batch_size", "weft_oom_retries_total", "weft_oom_batch_cap",
-        "weft_execution_timeouts_total", "weft_instances_replaced_total", "weft_last_inference_timestamp_seconds"}) {
+        "weft_batch_tuned_cap", "weft_execution_timeouts_total", "weft_instances_replaced_total",
+        "weft_last_inference_timestamp_seconds"}) {
     registry->Remove(name, labels);
   }
   for (const char* name : kTritonCounters) registry->Remove(name, labels);

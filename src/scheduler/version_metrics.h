@@ -29,6 +29,7 @@ struct VersionMetrics {
   std::vector<Gauge*> queue_depth;  // queued requests; index = priority level - 1
   Counter* oom_retries;             // batches split in two and retried after running out of memory
   Gauge* oom_batch_cap;             // the lowest batch cap over the version's instances after one; 0 = none
+  Gauge* tuned_batch_cap;           // the batch tuner's chosen cap (scheduler/batch_tuner.h); 0 = tuning off
   Counter* execution_timeouts;      // executions answered at weft.execution_timeout_ms instead of by their outputs
   Counter* instances_replaced;      // fresh instances started in place of ones quarantined after a timeout
   Gauge* last_answer;               // when the last request was answered, seconds since the Unix epoch

@@ -3,8 +3,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "model/backend.h"
@@ -57,6 +59,7 @@ class FakeInstance : public ModelInstance {
       cv_.notify_all();
     }
     if (gate_) gate_->Wait();
+    if (cost_) std::this_thread::sleep_for(cost_(inputs[0].shape().empty() ? 1 : inputs[0].shape()[0]));
     Execution e;
     for (const Tensor& t : inputs) e.shapes.push_back(t.shape());
     auto in = inputs[0].as<float>();
@@ -70,6 +73,9 @@ class FakeInstance : public ModelInstance {
     cv_.notify_all();
     return std::vector<Tensor>{t};
   }
+
+  // How long an execution of a batch of `items` takes (it sleeps). Set before the first execution.
+  void set_cost(std::function<std::chrono::microseconds(int64_t items)> cost) { cost_ = std::move(cost); }
 
   // Waits until `n` executions have started (they may still be at the gate); false on timeout.
   bool WaitForStarted(int n, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
@@ -92,6 +98,7 @@ class FakeInstance : public ModelInstance {
 
  private:
   Gate* const gate_;
+  std::function<std::chrono::microseconds(int64_t items)> cost_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   int started_ = 0;             // guarded by mu_
