@@ -51,8 +51,8 @@ class ApiKeySet {
   // duplicate sha256 or subject.
   static Result<ApiKeySet> Parse(std::string_view json);
 
-  // The key whose sha256 is SHA-256(secret). Every key's digest is compared, in constant time, so the answer's
-  // timing says nothing about which bytes matched. Null when none does.
+  // The key whose sha256 is SHA-256(secret): a binary search over the digests, O(log n). Its timing depends on the
+  // digest of what was sent, never on a secret's bytes. Null when none matches.
   const ApiKey* FindBySecret(std::string_view secret) const;
   // The key whose subject is exactly `subject`; null when none.
   const ApiKey* FindBySubject(std::string_view subject) const;
@@ -62,6 +62,7 @@ class ApiKeySet {
  private:
   std::vector<ApiKey> keys_;
   std::vector<size_t> by_subject_;  // indexes into keys_ of the keys with a subject, sorted by subject
+  std::vector<size_t> by_digest_;   // indexes into keys_ of the keys with a sha256, sorted by it
 };
 
 // SHA-256 of `data` (OpenSSL), and as 64 lowercase hex digits.

@@ -123,6 +123,24 @@ TEST(ApiKeySetTest, FindsKeysBySecretAndBySubject) {
   EXPECT_EQ(copy.FindBySubject("CN=b"), &copy.keys()[1]);
 }
 
+TEST(ApiKeySetTest, FindsEachOfManyKeysBySecretAndNoOther) {
+  std::string entries;
+  for (int i = 0; i < 2000; ++i) {
+    if (i > 0) entries += ",";
+    entries += R"({"id": "k)" + std::to_string(i) + R"(", "sha256": ")" + Sha256Hex("secret-" + std::to_string(i)) +
+               R"(", "scopes": []})";
+  }
+  const ApiKeySet set = ParsedKeys(KeyFile(entries));
+  for (int i = 0; i < 2000; ++i) {
+    const ApiKey* key = set.FindBySecret("secret-" + std::to_string(i));
+    ASSERT_NE(key, nullptr) << i;
+    EXPECT_EQ(key->id, "k" + std::to_string(i));
+  }
+  for (int i = 2000; i < 2100; ++i) EXPECT_EQ(set.FindBySecret("secret-" + std::to_string(i)), nullptr) << i;
+  const ApiKeySet copy = set;
+  EXPECT_EQ(copy.FindBySecret("secret-7"), &copy.keys()[7]);
+}
+
 TEST(ApiKeySetTest, AcceptsAnUppercaseDigestAndAnEmptyList) {
   std::string upper(kAbcDigest);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
