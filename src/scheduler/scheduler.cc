@@ -677,14 +677,19 @@ void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, 
   if (outputs.ok() && !split.ok()) {
     WEFT_LOG(Error) << "model '" << config_.name << "': " << split.status().message();
   }
+  // Every answer is made before any is sent, and the batch's statistics are recorded between the two: a client that
+  // has its answer and asks for the statistics finds its execution counted everywhere (perf_analyzer checks that
+  // the counts agree).
+  std::vector<Result<InferenceResponse>> results;
+  results.reserve(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     QueueEntry& e = *batch[i];
     if (e.request->cancel->cancelled()) {
-      Answer(e, Cancelled("the client went away while the request ran; its result was dropped"));
+      results.emplace_back(Cancelled("the client went away while the request ran; its result was dropped"));
       continue;
     }
     if (!split.ok()) {
-      Answer(e, split.status());
+      results.emplace_back(split.status());
       continue;
     }
     std::vector<Tensor> mine = std::move((*split)[i]);
@@ -692,34 +697,24 @@ void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, 
       Result<std::vector<Tensor>> finished = options_.finish_outputs(*e.request, std::move(mine), e.batch_size);
       if (!finished.ok()) {
         WEFT_LOG(Error) << "model '" << config_.name << "': " << finished.status().message();
-        Answer(e, finished.status());
+        results.emplace_back(finished.status());
         continue;
       }
       mine = std::move(finished).value();
     }
-    if (RequestTrace* trace = e.request->trace.get()) {
-      trace->Stamp(TraceStage::kInferStart, timing.start);
-      trace->Stamp(TraceStage::kComputeOutputStart, timing.end);
-      trace->Stamp(TraceStage::kComputeEnd);
-    }
-    RecordSuccessTimes(metrics_, {.queue = e.queued,
-                                  .compute_input = inflight.compute_input,
-                                  .compute_infer = timing.end - timing.start,
-                                  .compute_output = std::chrono::steady_clock::now() - finish_start});
     InferenceResponse response;
     response.model_name = config_.name;
     response.model_version = options_.version;
     response.id = e.request->id;
     response.outputs = std::move(mine);
-    Answer(e, std::move(response));
+    results.emplace_back(std::move(response));
   }
-  if (inflight.trace) ExportBatchSpan(inflight, outputs.status(), timing);
+  const auto output_time = std::chrono::steady_clock::now() - finish_start;
   if (outputs.ok() && split.ok()) {
     auto add = [](StatisticDuration& d, SteadyTime::duration took) {
       ++d.count;
       d.ns += static_cast<uint64_t>(std::max<int64_t>(0, std::chrono::nanoseconds(took).count()));
     };
-    const auto output_time = std::chrono::steady_clock::now() - finish_start;
     std::lock_guard lock(batch_stats_mu_);
     BatchStatistics& stats = batch_stats_[static_cast<uint64_t>(inflight.items)];
     stats.batch_size = static_cast<uint64_t>(inflight.items);
@@ -727,6 +722,22 @@ void Scheduler::Finish(InFlight& inflight, Result<std::vector<Tensor>> outputs, 
     add(stats.compute_infer, timing.end - timing.start);
     add(stats.compute_output, output_time);
   }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    QueueEntry& e = *batch[i];
+    if (results[i].ok()) {
+      if (RequestTrace* trace = e.request->trace.get()) {
+        trace->Stamp(TraceStage::kInferStart, timing.start);
+        trace->Stamp(TraceStage::kComputeOutputStart, timing.end);
+        trace->Stamp(TraceStage::kComputeEnd);
+      }
+      RecordSuccessTimes(metrics_, {.queue = e.queued,
+                                    .compute_input = inflight.compute_input,
+                                    .compute_infer = timing.end - timing.start,
+                                    .compute_output = output_time});
+    }
+    Answer(e, std::move(results[i]));
+  }
+  if (inflight.trace) ExportBatchSpan(inflight, outputs.status(), timing);
 }
 
 void Scheduler::ExportBatchSpan(const InFlight& inflight, const Status& outcome, const ExecutionTiming& timing) {

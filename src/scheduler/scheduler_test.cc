@@ -6,7 +6,9 @@
 
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "scheduler/testing/answers.h"
 #include "scheduler/testing/fake_instance.h"
@@ -130,6 +132,40 @@ TEST_F(SchedulerTest, BatchTuningLowersTheCapOfAModelThatBatchingSlows) {
     for (int i = 0; i < 16; ++i) ASSERT_EQ(Output(ids[i]), std::vector<float>{2.0f * float(i)}) << ids[i];
   }
   EXPECT_LE(scheduler_->metrics().tuned_batch_cap->value(), 2);
+}
+
+// Found by CI (test_triton_compat, under ASan): the batch statistics were recorded after the last answer, so a client
+// that had every answer could read one execution fewer there than in the execution count.
+TEST_F(SchedulerTest, AnExecutionIsInTheStatisticsBeforeItsRequestsAreAnswered) {
+  Start(FakeConfig(8, DynamicBatchingConfig{}));
+  std::mutex mu;
+  std::vector<uint64_t> seen;  // guarded by mu: executions in the statistics when each answer came
+  for (int i = 0; i < 20; ++i) {
+    auto r = MakeFloatRequest({float(i)}, {1, 1}, "r" + std::to_string(i));
+    auto inputs = r->inputs;
+    scheduler_->Submit(
+        {.request = std::move(r), .inputs = std::move(inputs), .on_done = [&](Result<InferenceResponse>) {
+           uint64_t executions = 0;
+           for (const BatchStatistics& b : scheduler_->ExecutionsByBatchSize()) {
+             executions += b.compute_infer.count;
+           }
+           std::lock_guard lock(mu);
+           seen.push_back(executions);
+         }});
+  }
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    {
+      std::lock_guard lock(mu);
+      if (seen.size() == 20 || Clock::now() > give_up) break;
+    }
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  std::lock_guard lock(mu);
+  ASSERT_EQ(seen.size(), 20u);
+  // The n-th execution's answers see at least n executions; the last answer sees them all.
+  EXPECT_EQ(seen.back(), static_cast<uint64_t>(scheduler_->metrics().execution_count->value()));
+  EXPECT_GE(seen.front(), 1u);
 }
 
 TEST_F(SchedulerTest, WithoutBatchTuningTheCapMetricIsZero) {
