@@ -16,6 +16,15 @@ namespace {
 double Seconds(SteadyTime::duration d) { return std::chrono::duration<double>(d).count(); }
 int64_t MicrosOf(SteadyTime::duration d) { return std::chrono::duration_cast<Micros>(d).count(); }
 
+// The batch tuner of a version, when `tuning` asks for one and the policy batches (Options::batch_tuning).
+std::optional<BatchTuner> MakeBatchTuner(const std::optional<BatchTunerOptions>& tuning,
+                                         const BatchPolicyOptions& policy) {
+  if (!tuning || !policy.dynamic_batching || policy.max_batch_size < 2) return std::nullopt;
+  BatchTunerOptions options = *tuning;
+  options.max_batch_size = policy.max_batch_size;
+  return BatchTuner(options);
+}
+
 }  // namespace
 
 Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, Options options,
@@ -30,7 +39,8 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
       reported_depth_(queue_options_.levels.size(), 0),
       instances_(instance_count_),
       serving_(instance_count_),
-      preserve_ordering_(config_.dynamic_batching && config_.dynamic_batching->preserve_ordering) {
+      preserve_ordering_(config_.dynamic_batching && config_.dynamic_batching->preserve_ordering),
+      tuner_(MakeBatchTuner(options_.batch_tuning, batch_policy_)) {
   std::vector<InstanceExecutor*> executors = options_.executors;
   if (executors.empty()) {
     for (ModelInstance* instance : instances) {
@@ -41,12 +51,7 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
   WEFT_CHECK(executors.size() == instances.size()) << "model '" << config_.name << "': " << executors.size()
                                                    << " executors for " << instances.size() << " instances";
   std::lock_guard lock(mu_);
-  if (options_.batch_tuning && batch_policy_.dynamic_batching && batch_policy_.max_batch_size >= 2) {
-    BatchTunerOptions tuning = *options_.batch_tuning;
-    tuning.max_batch_size = batch_policy_.max_batch_size;
-    tuner_.emplace(tuning);
-    metrics_.tuned_batch_cap->Set(static_cast<double>(tuner_->chosen()));
-  }
+  if (tuner_) metrics_.tuned_batch_cap->Set(static_cast<double>(tuner_->chosen()));
   for (size_t i = 0; i < executors.size(); ++i) {
     instances_[i].number = i;
     threads_.emplace_back([this, i, executor = executors[i]](std::stop_token stop) { Serve(stop, i, executor); });
@@ -851,17 +856,16 @@ int64_t Scheduler::BatchCapLocked(size_t instance, SteadyTime now) {
 }
 
 void Scheduler::TuneBatchCap(int64_t items, SteadyTime::duration took) {
+  if (!tuner_) return;  // set or not for the scheduler's life: no lock, no clock for a model that is not tuned
   const SteadyTime now = std::chrono::steady_clock::now();
   int64_t chosen = 0;
   int64_t was = 0;
   {
     std::lock_guard lock(mu_);
-    if (!tuner_) return;
     was = tuner_->chosen();
     if (!tuner_->Observe(items, std::chrono::duration_cast<std::chrono::nanoseconds>(took), now)) return;
     chosen = tuner_->chosen();
-    // The cap moved (a probe ended, or another size became the cheapest): an instance waiting for a batch to fill
-    // decides again.
+    // A probe ended, so the cap moved: an instance waiting for a batch to fill decides again.
     ++generation_;
   }
   work_changed_.notify_all();

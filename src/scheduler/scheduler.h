@@ -236,12 +236,13 @@ class Scheduler {
   size_t replacing_ = 0;  // guarded by mu_: replacements being created
   // Guarded by mu_: what replace_instance made. Kept until the destructor has joined every thread.
   std::vector<InstanceReplacement> replacements_;
-  int64_t reported_cap_ = 0;         // guarded by mu_: what this scheduler last set weft_oom_batch_cap to
-  std::optional<BatchTuner> tuner_;  // guarded by mu_
+  int64_t reported_cap_ = 0;  // guarded by mu_: what this scheduler last set weft_oom_batch_cap to
 
   // dynamic_batching { preserve_ordering: true }: answers leave in the order their requests were admitted, an
   // answer that is ready early waiting for the ones before it.
   const bool preserve_ordering_;
+  // Whether there is one is fixed at construction; what it holds is guarded by mu_.
+  std::optional<BatchTuner> tuner_;
   uint64_t next_order_ = 1;  // guarded by mu_: the order of the next admitted request
   struct HeldAnswer {
     std::unique_ptr<InferenceRequest> request;
