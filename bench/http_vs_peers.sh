@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# weft beside the peer servers of ../shared/peers (Flask, FastAPI, fastify + onnxruntime-node), on this machine,
-# in one run. Same wrk, same models, same connection counts. Results: bench/results/http_vs_peers_<time>.md.
+# weft beside the peer servers of ../shared/peers (nginx's static ceiling, FastAPI + torch, fastify +
+# onnxruntime-node), on this machine, in one run, like for like: weft serves the peers' own model files
+# (../shared/peers/make_models.py), the MLP and the convnet each as the TorchScript file the Python peers run and as
+# the ONNX file the node peer runs, from configs written as a Triton user writes them (max_batch_size 8,
+# `dynamic_batching { }`, no instance or thread settings). Same wrk, same request bodies for JSON, the same image
+# for binary (the binary tensor data extension for weft, the peers' raw octet-stream for them), same connection
+# counts, and the same warm-up before each workload (3 s at 8 connections, not recorded).
+# Results: bench/results/http_vs_peers_<time>.md.
 #
-#   bash bench/http_vs_peers.sh            # about 8 minutes
+#   bash bench/http_vs_peers.sh            # about 10 minutes
 #   PEERS="node" CONNS="1 64" DURATION=10 bash bench/http_vs_peers.sh
 #
-# Needs a release build (tools/build.sh release), the example models (tools/make_examples.sh), wrk, and the
-# peers' packages (see ../shared/peers/README.md). Only 127.0.0.1 is contacted; every step is bounded in time.
+# Needs a release build (tools/build.sh release), wrk, nginx, and the peers' packages (see
+# ../shared/peers/README.md). Only 127.0.0.1 is contacted; every step is bounded in time.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PEERS_SRC=${PEERS_SRC:-$ROOT/../shared/peers}
-PEERS=${PEERS:-"fastapi node"}
+PEERS=${PEERS:-"nginx fastapi node"}
 CONNS=${CONNS:-"1 64"}
 DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-3}
 PORT=${PORT:-18700}
 WEFT=$ROOT/build/release/src/app/weft
 WORK=$(mktemp -d /tmp/weft_vs_peers.XXXXXX)
@@ -27,18 +34,22 @@ rm -f "$WORK/peers/results/"*
 (cd "$WORK/peers" && /usr/bin/python3 make_models.py >/dev/null) || exit 1
 [ -d "$WORK/peers/node_peer/node_modules" ] || (cd "$WORK/peers/node_peer" && timeout 300 npm ci --silent >/dev/null 2>&1)
 
-# The peers' own models, served by weft under the same names and paths, plus weft's example models.
+# The peers' model files, as a Triton user would lay them out: <model>_pt (TorchScript) and <model>_onnx.
 REPO=$WORK/repo
-cp -r "$ROOT/examples/models" "$REPO"
-mkdir -p "$REPO/convnet/1" && cp "$WORK/peers/models/convnet.onnx" "$REPO/convnet/1/model.onnx"
-cat > "$REPO/convnet/config.pbtxt" <<'CFG'
-name: "convnet"
-platform: "onnxruntime_onnx"
+model() {  # name file platform input dims output dims
+  mkdir -p "$REPO/$1/1" && cp "$WORK/peers/models/$2" "$REPO/$1/1/model.${2##*.}"
+  cat > "$REPO/$1/config.pbtxt" <<CFG
+platform: "$3"
 max_batch_size: 8
-input [ { name: "images" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]
-output [ { name: "out" data_type: TYPE_FP32 dims: [ 6, 27, 27 ] } ]
+input [ { name: "$4" data_type: TYPE_FP32 dims: [ $5 ] } ]
+output [ { name: "$6" data_type: TYPE_FP32 dims: [ $7 ] } ]
 dynamic_batching { }
 CFG
+}
+model mlp_pt mlp.pt pytorch_libtorch INPUT0 64 OUTPUT0 10
+model mlp_onnx mlp.onnx onnxruntime_onnx INPUT0 64 OUTPUT0 10
+model convnet_pt convnet.pt pytorch_libtorch images "3, 224, 224" out "6, 27, 27"
+model convnet_onnx convnet.onnx onnxruntime_onnx images "3, 224, 224" out "6, 27, 27"
 PEERS_MODELS=$WORK/peers/models /usr/bin/python3 "$ROOT/bench/make_bodies.py" "$WORK/bodies" >/dev/null || exit 1
 
 run_wrk() {  # url body_file header_length path conns
@@ -56,18 +67,32 @@ row() { awk -v s="$1" -v w="$2" -v c="$3" -F'\t' '{printf "| %s | %s | %s | %.0f
 WEFT_PID=$!
 for _ in $(seq 600); do curl -sf "127.0.0.1:$PORT/v2/health/ready" >/dev/null && break; sleep 0.05; done
 PEER_MLP=$WORK/peers/models/mlp_request.json
-for c in $CONNS; do
-  run_wrk "http://127.0.0.1:$PORT" "$PEER_MLP" "" /v2/models/mlp/infer "$c" | row weft "json_mlp (peers' body)" "$c" >> "$REPORT"
-  run_wrk "http://127.0.0.1:$PORT" "$WORK/bodies/peer_convnet_bin.body" "$(cat "$WORK/bodies/peer_convnet_bin.hlen")" \
-    /v2/models/convnet/infer "$c" | row weft "bin_convnet (binary extension)" "$c" >> "$REPORT"
-  run_wrk "http://127.0.0.1:$PORT" "$WORK/bodies/detector_bin.body" "$(cat "$WORK/bodies/detector_bin.hlen")" \
-    /v2/models/detector/infer "$c" | row weft "detector (binary extension)" "$c" >> "$REPORT"
+CONVNET_BODY=$WORK/bodies/peer_convnet_bin.body
+CONVNET_HLEN=$(cat "$WORK/bodies/peer_convnet_bin.hlen")
+# workload model body header_length
+WORKLOADS=("json_mlp mlp_pt $PEER_MLP -" "json_mlp mlp_onnx $PEER_MLP -"
+           "bin_convnet convnet_pt $CONVNET_BODY $CONVNET_HLEN" "bin_convnet convnet_onnx $CONVNET_BODY $CONVNET_HLEN")
+for w in "${WORKLOADS[@]}"; do
+  read -r workload name body hlen <<<"$w"
+  [ "$hlen" = - ] && hlen=""
+  (DURATION=$WARMUP run_wrk "http://127.0.0.1:$PORT" "$body" "$hlen" "/v2/models/$name/infer" 8 >/dev/null)
+  for c in $CONNS; do
+    run_wrk "http://127.0.0.1:$PORT" "$body" "$hlen" "/v2/models/$name/infer" "$c" | row weft "$workload ($name)" "$c" >> "$REPORT"
+  done
 done
+WEFT_RSS=$(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' /proc/$WEFT_PID/status)
+CAPS=$(curl -s "127.0.0.1:$((PORT + 2))/metrics" | awk '/^weft_batch_tuned_cap/ {printf "%s%s", sep, $0; sep = "; "}')
 kill $WEFT_PID; wait $WEFT_PID 2>/dev/null
 
 # The peers, with their own driver and wrk scripts, right after weft on the same machine.
 (cd "$WORK/peers" && PEERS="$PEERS" CONNS="$CONNS" DURATION=$DURATION WARMUP=3 timeout 1200 bash run_all.sh >/dev/null 2>&1)
 awk -F'\t' 'NR > 1 && $3 != "json_convnet" {printf "| %s | %s | %s | %.0f | %.3f | %.3f | %d |\n", $2, $3, $4, $8, $9, $10, $13+$14+$15+$16+$17}' \
   "$WORK/peers/results/peers.tsv" >> "$REPORT"
+{
+  echo
+  echo "- weft: resident memory after its workloads ${WEFT_RSS} MiB; $(grep -o 'memory from [^;]*' "$WORK/weft.log")"
+  echo "- batch caps at the end: ${CAPS:-none}"
+  echo "- libblas.so.3 (libtorch's and numpy's BLAS, for weft and the Python peers alike): $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3)"
+} >> "$REPORT"
 cat "$REPORT"
 echo "report: $REPORT"

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "app/memory_allocator.h"
 #include "auth/gatekeeper.h"
 #include "auth/tls_files.h"
 #include "backends/backends.h"
@@ -327,7 +328,8 @@ int RunServe(const ServeOptions& options) {
                  << (engine->Ready() ? "" : " (some models are unavailable)")
                  << (shared_memory ? "; system shared memory is on" : "") << "; at most " << max_connections
                  << " HTTP connections" << (tls->enabled() ? "; TLS" : "")
-                 << ((*gatekeeper)->authenticates() ? "; authentication on" : "");
+                 << ((*gatekeeper)->authenticates() ? "; authentication on" : "") << "; memory from "
+                 << MemoryAllocatorName();
   if (!(*gatekeeper)->authenticates() && !IsLoopback(options.http_address)) {
     WEFT_LOG(Warning) << "authentication is off and the ports listen on " << options.http_address
                       << ": anyone who reaches them may infer, load and unload models (--auth-keys, --auth-jwks; "

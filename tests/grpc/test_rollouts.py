@@ -24,7 +24,8 @@ import urllib.request
 
 class Affine(torch.nn.Module):
     """scale * x + offset, after `work` rounds of a 64x256 by 256x256 matrix product (about 8 MFLOP each) that
-    change nothing in the answer (`work` sets the model's cost), or an error on every call (`fail`)."""
+    change nothing in the answer (`work` sets the model's cost), or an error on every call (`fail`). The products start
+    from the input, so that weft's optimize_for_inference cannot fold them into a constant when it loads the model."""
 
     def __init__(self, scale: float, offset: float, work: int = 0, fail: bool = False, twice: bool = False):
         super().__init__()
@@ -38,7 +39,7 @@ class Affine(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.fail:
             raise RuntimeError("this version is broken")
-        h = torch.ones(64, 256)
+        h = torch.ones(64, 256) + 0.0 * x.sum()
         for _ in range(self.work):
             h = torch.tanh(h @ self.w)
         if self.twice:

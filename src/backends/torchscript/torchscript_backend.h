@@ -17,6 +17,8 @@ namespace weft {
 // - Parameter `intra_op_threads` (default 1) is applied with at::set_num_threads when an instance is created.
 //   torch keeps that number per process, not per model: the last instance created sets it for every
 //   TorchScript model in the process, so give all of them the same value.
+// - Parameter `weft.optimize_for_inference` ("on" or "off"): a CPU instance's module goes through
+//   torch::jit::optimize_for_inference. By default it does, and a module the pass cannot take serves as loaded.
 //
 // Thread-safe; each instance is used by one thread at a time (the ModelInstance contract).
 std::shared_ptr<const Backend> MakeTorchScriptBackend();

@@ -177,6 +177,44 @@ TEST_F(TorchScriptBackendTest, ValidateRejectsUnsupportedConfigs) {
     config.parameters["intra_op_threads"] = threads;
     EXPECT_THAT(backend_->Validate(config).message(), HasSubstr("intra_op_threads")) << threads;
   }
+  for (const char* value : {"", "yes", "true", "ON"}) {
+    auto config = MlpConfig();
+    config.parameters["weft.optimize_for_inference"] = value;
+    EXPECT_THAT(backend_->Validate(config).message(), HasSubstr("weft.optimize_for_inference")) << value;
+  }
+}
+
+// The default (on) and both settings give the reference answer, at several batch sizes in a row: the optimized graph
+// must not keep the first call's shapes.
+TEST_F(TorchScriptBackendTest, OptimizedForInferenceOrNotTheAnswersAreTheReference) {
+  auto reference_input = examples::ReadReference("mlp", "input", "INPUT0", DataType::kFp32, {2, 64});
+  auto reference_output = examples::ReadReference("mlp", "output", "OUTPUT0", DataType::kFp32, {2, 10});
+  ASSERT_TRUE(reference_input.ok() && reference_output.ok());
+  for (const char* setting : {"default", " on ", "off"}) {
+    auto config = MlpConfig();
+    if (std::string(setting) != "default") config.parameters["weft.optimize_for_inference"] = setting;
+    auto instance = Load(config, examples::VersionDir("mlp"));
+    ASSERT_TRUE(instance.ok()) << setting << ": " << instance.status().ToString();
+    for (int64_t rows : {2, 1, 8, 2}) {
+      // `rows` copies of the reference's first row, then its second when there is room for it.
+      std::byte* data;
+      Tensor input = Tensor::Allocate("INPUT0", DataType::kFp32, {rows, 64}, &data);
+      const size_t row_bytes = 64 * sizeof(float);
+      for (int64_t r = 0; r < rows; ++r) std::memcpy(data + r * row_bytes, reference_input->data(), row_bytes);
+      if (rows > 1) std::memcpy(data + (rows - 1) * row_bytes, reference_input->data() + row_bytes, row_bytes);
+      auto out = (*instance)->Execute({&input, 1});
+      ASSERT_TRUE(out.ok()) << setting << ": " << out.status().ToString();
+      ASSERT_EQ((*out)[0].shape(), Shape({rows, 10}));
+      const auto* got = reinterpret_cast<const float*>((*out)[0].data());
+      const auto* want = reinterpret_cast<const float*>(reference_output->data());
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* want_row = want + ((rows > 1 && r == rows - 1) ? 10 : 0);
+        for (int i = 0; i < 10; ++i) {
+          EXPECT_NEAR(got[r * 10 + i], want_row[i], 1e-4f) << setting << ", rows " << rows << ", row " << r;
+        }
+      }
+    }
+  }
 }
 
 TEST_F(TorchScriptBackendTest, AppliesIntraOpThreads) {
