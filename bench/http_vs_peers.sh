@@ -36,20 +36,13 @@ rm -f "$WORK/peers/results/"*
 
 # The peers' model files, as a Triton user would lay them out: <model>_pt (TorchScript) and <model>_onnx.
 REPO=$WORK/repo
-model() {  # name file platform input dims output dims
-  mkdir -p "$REPO/$1/1" && cp "$WORK/peers/models/$2" "$REPO/$1/1/model.${2##*.}"
-  cat > "$REPO/$1/config.pbtxt" <<CFG
-platform: "$3"
-max_batch_size: 8
-input [ { name: "$4" data_type: TYPE_FP32 dims: [ $5 ] } ]
-output [ { name: "$6" data_type: TYPE_FP32 dims: [ $7 ] } ]
-dynamic_batching { }
-CFG
-}
-model mlp_pt mlp.pt pytorch_libtorch INPUT0 64 OUTPUT0 10
-model mlp_onnx mlp.onnx onnxruntime_onnx INPUT0 64 OUTPUT0 10
-model convnet_pt convnet.pt pytorch_libtorch images "3, 224, 224" out "6, 27, 27"
-model convnet_onnx convnet.onnx onnxruntime_onnx images "3, 224, 224" out "6, 27, 27"
+source "$ROOT/bench/peer_models.sh"
+M=$WORK/peers/models
+DB='dynamic_batching { }'
+peer_model "$REPO" mlp_pt "$M" mlp.pt pytorch_libtorch INPUT0 64 OUTPUT0 10 "$DB"
+peer_model "$REPO" mlp_onnx "$M" mlp.onnx onnxruntime_onnx INPUT0 64 OUTPUT0 10 "$DB"
+peer_model "$REPO" convnet_pt "$M" convnet.pt pytorch_libtorch images "3, 224, 224" out "6, 27, 27" "$DB"
+peer_model "$REPO" convnet_onnx "$M" convnet.onnx onnxruntime_onnx images "3, 224, 224" out "6, 27, 27" "$DB"
 PEERS_MODELS=$WORK/peers/models /usr/bin/python3 "$ROOT/bench/make_bodies.py" "$WORK/bodies" >/dev/null || exit 1
 
 run_wrk() {  # url body_file header_length path conns

@@ -246,6 +246,7 @@ struct LiveRepository::Impl {
     Result<std::shared_ptr<const Backend>> backend = options.backends->Find(*config);
     if (!backend.ok()) return backend.status().WithContext(source_name);
     WEFT_RETURN_IF_ERROR((*backend)->Validate(*config).WithContext(source_name));
+    ApplyDefaultInstanceGroups(**backend, *config);
     WEFT_RETURN_IF_ERROR(ParseRolloutPolicy(*config).status().WithContext(source_name));
     WEFT_ASSIGN_OR_RETURN(ResilienceConfig resilience, ParseResilienceConfig(*config));
     std::vector<std::pair<std::string, const char*>> stand_ins;  // (model, the parameter that names it)

@@ -2,6 +2,10 @@
 
 namespace weft {
 
+void ApplyDefaultInstanceGroups(const Backend& backend, ModelConfig& config) {
+  if (config.instance_groups.empty()) config.instance_groups = backend.DefaultInstanceGroups(config);
+}
+
 void BackendRegistry::Register(std::string name, std::vector<std::string> platforms,
                                std::shared_ptr<const Backend> backend) {
   for (auto& p : platforms) platform_to_name_[std::move(p)] = name;

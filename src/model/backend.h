@@ -50,7 +50,13 @@ class Backend {
                                                                 int index) const = 0;
   // The model file name used when the config names none ("model.pt", "model.onnx"; empty = none needed).
   virtual std::string DefaultModelFilename() const = 0;
+  // The instance groups that serve a config naming none. Empty keeps Triton's default: one instance, on a GPU when
+  // there is one. A backend whose instance runs on one core can ask for more where it runs on the CPU.
+  virtual std::vector<InstanceGroupConfig> DefaultInstanceGroups(const ModelConfig& config) const { return {}; }
 };
+
+// `config` with the backend's default instance groups when it names none.
+void ApplyDefaultInstanceGroups(const Backend& backend, ModelConfig& config);
 
 // Maps a config's platform/backend to a Backend. Filled once at start-up, then read-only (thread-safe reads).
 class BackendRegistry {

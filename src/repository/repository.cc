@@ -63,6 +63,8 @@ Status LoadModelInto(const RepositoryOptions& options, const fs::path& model_dir
   Result<std::shared_ptr<const Backend>> backend = options.backends->Find(config);
   if (!backend.ok()) return backend.status().WithContext(source);
   WEFT_RETURN_IF_ERROR((*backend)->Validate(config).WithContext(source));
+  ApplyDefaultInstanceGroups(**backend, config);
+  entry->config = config;
 
   WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> available, ListVersions(model_dir));
   const std::vector<int64_t> selected = SelectVersions(config.version_policy, available);

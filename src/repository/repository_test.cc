@@ -149,6 +149,32 @@ TEST_F(LoadRepositoryTest, LoadsSelectedVersionsWithTheirInstances) {
   EXPECT_EQ(created[3].version_dir, root_ / "mlp" / "3");
 }
 
+TEST_F(LoadRepositoryTest, AConfigWithoutInstanceGroupsGetsTheBackendsDefaultAndOnlyThatOne) {
+  FakeBackend::Options options = BackendOptions("model.fake");
+  options.default_instance_groups = {{.name = "cpu", .count = 3, .kind = InstanceKind::kCpu, .gpus = {}}};
+  UseBackend(options);
+  AddModel("plain", SimpleConfig("plain"));
+  AddVersion("plain", "1");
+  ModelConfig pinned = SimpleConfig("pinned");
+  pinned.instance_groups = {{.name = "one", .count = 1, .kind = InstanceKind::kCpu, .gpus = {}}};
+  AddModel("pinned", pinned);
+  AddVersion("pinned", "1");
+
+  auto entries = Load();
+  ASSERT_EQ(entries.size(), 2u);
+  const ModelEntry& p = entries[0].name == "plain" ? entries[0] : entries[1];
+  const ModelEntry& q = entries[0].name == "plain" ? entries[1] : entries[0];
+  ASSERT_TRUE(p.status.ok() && q.status.ok());
+  // The entry's config is the one served and shown: it names the groups the instances came from.
+  ASSERT_EQ(p.config->instance_groups.size(), 1u);
+  EXPECT_EQ(p.config->instance_groups[0].count, 3);
+  EXPECT_EQ(p.versions[0]->instances.size(), 3u);
+  EXPECT_EQ(p.versions[0]->config.InstanceCount(), 3);
+  ASSERT_EQ(q.config->instance_groups.size(), 1u);
+  EXPECT_EQ(q.config->instance_groups[0].name, "one");
+  EXPECT_EQ(q.versions[0]->instances.size(), 1u);
+}
+
 TEST_F(LoadRepositoryTest, SkipsHiddenEntriesAndFilesAndSortsByName) {
   AddModel("b", SimpleConfig("b"));
   AddVersion("b", "1");

@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 #include "backends/testing/reference_data.h"
+#include "backends/torchscript/torch_stream.h"
 #include "base/large_buffer.h"
 #include "base/testing/process_maps.h"
 
@@ -215,6 +217,24 @@ TEST_F(TorchScriptBackendTest, OptimizedForInferenceOrNotTheAnswersAreTheReferen
       }
     }
   }
+}
+
+TEST_F(TorchScriptBackendTest, AConfigWithoutInstanceGroupsGetsTwoCpuInstancesOfOneCoreEach) {
+  if (TorchCudaAvailable()) {  // Triton's default there: one instance, on the GPU
+    EXPECT_TRUE(backend_->DefaultInstanceGroups(MlpConfig()).empty());
+    return;
+  }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<InstanceGroupConfig> groups = backend_->DefaultInstanceGroups(MlpConfig());
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].kind, InstanceKind::kCpu);
+  EXPECT_EQ(groups[0].count, std::min(2, cores));
+  // An instance that runs on every core leaves no room for a second.
+  auto wide = MlpConfig();
+  wide.parameters["intra_op_threads"] = std::to_string(cores);
+  groups = backend_->DefaultInstanceGroups(wide);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].count, 1);
 }
 
 TEST_F(TorchScriptBackendTest, AppliesIntraOpThreads) {

@@ -21,6 +21,7 @@ class FakeBackend : public Backend {
     Status validate_status;              // what Validate returns
     // Version directory name ("2") -> the status CreateInstance returns for instances in it.
     std::map<std::string, Status> create_failures;
+    std::vector<InstanceGroupConfig> default_instance_groups;  // what DefaultInstanceGroups returns
   };
 
   explicit FakeBackend(Options options) : options_(std::move(options)) {}
@@ -30,6 +31,9 @@ class FakeBackend : public Backend {
                                                         const std::filesystem::path& version_dir,
                                                         int index) const override;
   std::string DefaultModelFilename() const override { return options_.default_model_filename; }
+  std::vector<InstanceGroupConfig> DefaultInstanceGroups(const ModelConfig&) const override {
+    return options_.default_instance_groups;
+  }
 
   struct Creation {
     std::string model;
