@@ -17,6 +17,7 @@
 #include "auth/credentials.h"
 #include "auth/rate_limiter.h"
 #include "base/log.h"
+#include "base/thread_name.h"
 
 namespace weft {
 namespace {
@@ -349,7 +350,10 @@ Result<std::unique_ptr<Gatekeeper>> Gatekeeper::Create(GatekeeperOptions options
   std::unique_ptr<Gatekeeper> gatekeeper(new Gatekeeper(std::move(state)));
   State* s = gatekeeper->state_.get();
   if (s->authenticates() && s->options.reload_interval.count() > 0) {
-    s->reload_thread = std::jthread([s](std::stop_token stop) { s->RunReloads(stop); });
+    s->reload_thread = std::jthread([s](std::stop_token stop) {
+      SetCurrentThreadName("auth-reload");
+      s->RunReloads(stop);
+    });
   }
   return gatekeeper;
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 
 namespace weft {
 namespace {
@@ -64,7 +65,10 @@ Result<std::unique_ptr<CompletionLoop>> CompletionLoop::Create(std::string name)
 
 CompletionLoop::CompletionLoop(std::string name, int epoll_fd, int stop_fd)
     : name_(std::move(name)), epoll_fd_(epoll_fd), stop_fd_(stop_fd) {
-  thread_ = std::jthread([this] { Run(); });
+  thread_ = std::jthread([this] {
+    SetCurrentThreadName("completions");
+    Run();
+  });
 }
 
 CompletionLoop::~CompletionLoop() {

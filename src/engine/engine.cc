@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "base/thread_priority.h"
 #include "engine/request_validation.h"
 #include "engine/version_guard.h"
@@ -502,7 +503,10 @@ Engine::Engine(Options options, MetricsRegistry* metrics) : impl_(std::make_uniq
       WEFT_LOG(Error) << impl_->device_status.message();
     }
   }
-  impl_->unloader = std::jthread([impl = impl_.get()] { impl->RunUnloader(); });
+  impl_->unloader = std::jthread([impl = impl_.get()] {
+    SetCurrentThreadName("unloader");
+    impl->RunUnloader();
+  });
 }
 
 Engine::Engine(std::vector<ModelEntry> models, Options options, MetricsRegistry* metrics) : Engine(options, metrics) {

@@ -17,6 +17,7 @@
 #include <variant>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "lifecycle/lifecycle_metrics.h"
 #include "lifecycle/model_rollout.h"
 #include "lifecycle/model_wish.h"
@@ -995,7 +996,10 @@ Status LiveRepository::Start() {
       [inbox = impl_->inbox](LoadOutcome outcome) { inbox->Post(Loaded{std::move(outcome)}); });
   InitialLoad initial;
   std::future<Status> done = initial.done.get_future();
-  impl_->controller = std::jthread([impl = impl_.get()](std::stop_token stop) { impl->Run(stop); });
+  impl_->controller = std::jthread([impl = impl_.get()](std::stop_token stop) {
+    SetCurrentThreadName("repository");
+    impl->Run(stop);
+  });
   impl_->inbox->Post(std::move(initial));
   WEFT_LOG(Info) << "model control mode " << ModelControlModeName(o.mode) << ": loading "
                  << (o.mode == ModelControlMode::kExplicit

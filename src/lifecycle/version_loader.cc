@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "base/thread_name.h"
 #include "base/thread_priority.h"
 #include "repository/checksums.h"
 #include "repository/repository.h"
@@ -57,7 +58,12 @@ LoadOutcome LoadOneVersion(const LoadJob& job, const BackendRegistry& backends, 
 VersionLoader::VersionLoader(Options options, std::function<void(LoadOutcome)> on_done)
     : options_(std::move(options)), on_done_(std::move(on_done)) {
   const int threads = options_.threads > 0 ? options_.threads : 1;
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this](std::stop_token stop) { Run(stop); });
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this](std::stop_token stop) {
+      SetCurrentThreadName("model-loader");
+      Run(stop);
+    });
+  }
 }
 
 VersionLoader::~VersionLoader() {

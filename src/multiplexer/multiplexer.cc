@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 
 namespace weft {
 namespace {
@@ -265,7 +266,10 @@ Result<std::unique_ptr<Multiplexer>> Multiplexer::Create(Device* device, Multipl
   }
   std::unique_ptr<Multiplexer> mux(new Multiplexer(device, options, metrics));
   WEFT_RETURN_IF_ERROR(mux->CreateStreams());
-  mux->metrics_thread_ = std::jthread([m = mux.get()](std::stop_token stop) { m->RefreshMetrics(stop); });
+  mux->metrics_thread_ = std::jthread([m = mux.get()](std::stop_token stop) {
+    SetCurrentThreadName("busy-metrics");
+    m->RefreshMetrics(stop);
+  });
   return mux;
 }
 

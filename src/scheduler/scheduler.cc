@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "scheduler/batch_tensors.h"
 #include "trace/trace_context.h"
 
@@ -54,9 +55,15 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
   if (tuner_) metrics_.tuned_batch_cap->Set(static_cast<double>(tuner_->chosen()));
   for (size_t i = 0; i < executors.size(); ++i) {
     instances_[i].number = i;
-    threads_.emplace_back([this, i, executor = executors[i]](std::stop_token stop) { Serve(stop, i, executor); });
+    threads_.emplace_back([this, i, executor = executors[i]](std::stop_token stop) {
+      SetCurrentThreadName("i:" + config_.name);
+      Serve(stop, i, executor);
+    });
   }
-  threads_.emplace_back([this](std::stop_token stop) { RunTimer(stop); });
+  threads_.emplace_back([this](std::stop_token stop) {
+    SetCurrentThreadName("t:" + config_.name);
+    RunTimer(stop);
+  });
 }
 
 Result<std::unique_ptr<Scheduler>> Scheduler::Create(ModelConfig config, std::vector<ModelInstance*> instances,
@@ -440,7 +447,10 @@ void Scheduler::TimeOutExecutionsLocked(SteadyTime now, std::vector<Overrun>* ov
     ++generation_;  // wakes its thread, to stop
     if (replace) {
       try {
-        threads_.emplace_back([this, number = state.number] { Replace(number); });
+        threads_.emplace_back([this, number = state.number] {
+          SetCurrentThreadName("r:" + config_.name);
+          Replace(number);
+        });
         ++replacing_;
       } catch (const std::system_error& e) {
         WEFT_LOG(Error) << where << "cannot start a thread to replace instance " << state.number << ": " << e.what()
@@ -477,6 +487,7 @@ void Scheduler::Replace(size_t number) {
       instances_.emplace_back().number = number;
       try {
         threads_.emplace_back([this, index, executor = replacement.executor.get()](std::stop_token stop) {
+          SetCurrentThreadName("i:" + config_.name);
           Serve(stop, index, executor);
         });
         ++serving_;

@@ -55,6 +55,8 @@ def save(module, path):
 
 
 def config(name, parameters):
+    # One instance per version, not TorchScript's default two on the CPU: two copies of the slow candidate (some 18 ms
+    # an execution) could take both cores from the primary, and the test compares their latencies.
     params = {"intra_op_threads": "1", **parameters}
     lines = "\n".join(f'parameters {{ key: "{k}" value: {{ string_value: "{v}" }} }}' for k, v in params.items())
     return f"""name: "{name}"
@@ -63,6 +65,7 @@ max_batch_size: 8
 input [{{ name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] }}]
 output [{{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] }}]
 dynamic_batching {{ }}
+instance_group [{{ count: 1 kind: KIND_CPU }}]
 {lines}
 """
 

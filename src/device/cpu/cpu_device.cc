@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "base/thread_priority.h"
 #include "device/completion_loop.h"
 #include "device/host_pool.h"
@@ -204,9 +205,13 @@ CpuDevice::CpuDevice(int workers, std::unique_ptr<CompletionLoop> loop)
                               .place = {MemoryKind::kCpu, 0}},
                              kMaxCachedHostBytes)) {
   for (int i = 0; i < workers; ++i) {
-    workers_.emplace_back([this](std::stop_token stop) { Serve(stop); });
+    workers_.emplace_back([this](std::stop_token stop) {
+      SetCurrentThreadName("cpu-worker");
+      Serve(stop);
+    });
   }
   workers_.emplace_back([this](std::stop_token stop) {
+    SetCurrentThreadName("cpu-idle");
     if (!SetCurrentThreadIdle()) {
       WEFT_LOG(Warning) << "the CPU device's idle worker could not enter the idle scheduling class; it runs at nice 19";
     }

@@ -15,6 +15,7 @@
 
 #include "base/log.h"
 #include "base/retry.h"
+#include "base/thread_name.h"
 
 namespace weft {
 
@@ -90,7 +91,10 @@ GrpcAcceptor::~GrpcAcceptor() {
 }
 
 void GrpcAcceptor::Start(grpc::Server* server) {
-  thread_ = std::jthread([this, server] { Run(server); });
+  thread_ = std::jthread([this, server] {
+    SetCurrentThreadName("grpc-accept");
+    Run(server);
+  });
 }
 
 void GrpcAcceptor::Stop() {

@@ -1,9 +1,16 @@
 #include "frontend/grpc/work_queue.h"
 
+#include "base/thread_name.h"
+
 namespace weft {
 
 WorkQueue::WorkQueue(int threads) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this](std::stop_token stop) { Run(stop); });
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this](std::stop_token stop) {
+      SetCurrentThreadName("grpc-encode");
+      Run(stop);
+    });
+  }
 }
 
 WorkQueue::~WorkQueue() {

@@ -38,6 +38,7 @@
 #include "base/json_string.h"
 #include "base/log.h"
 #include "base/retry.h"
+#include "base/thread_name.h"
 #include "frontend/http/tls_context.h"
 #include "frontend/http/unsent_bytes.h"
 
@@ -1042,7 +1043,10 @@ Status HttpServer::Start() {
     net::post(core_->reload_timer.get_executor(), [core = core_.get()] { WatchTlsFiles(core); });
   }
   for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
-    threads_.emplace_back([core = core_.get()] { RunIoThread(core); });
+    threads_.emplace_back([core = core_.get()] {
+      SetCurrentThreadName("http-io");
+      RunIoThread(core);
+    });
   }
   WEFT_LOG(Info) << "HTTP" << (core_->tls ? "S" : "") << " server listening on " << options_.address << ":" << port_
                  << (options_.tls.client_ca_file.empty() ? ""
