@@ -16,7 +16,8 @@ namespace weft {
 // - Datatypes: BOOL, UINT8, INT8, INT16, INT32, INT64, FP16, BF16, FP32, FP64. Not BYTES, not UINT16/32/64.
 // - Parameter `intra_op_threads` (default 1) is applied with at::set_num_threads when an instance is created.
 //   torch keeps that number per process, not per model: the last instance created sets it for every
-//   TorchScript model in the process, so give all of them the same value.
+//   TorchScript model in the process, so give all of them the same value. Every thread that executes applies it
+//   before its first execution (OpenMP keeps the count per thread).
 // - Parameter `weft.optimize_for_inference` ("on" or "off"): a CPU instance's module goes through
 //   torch::jit::optimize_for_inference. By default it does, and a module the pass cannot take serves as loaded.
 //

@@ -237,6 +237,43 @@ TEST_F(TorchScriptBackendTest, AConfigWithoutInstanceGroupsGetsTwoCpuInstancesOf
   EXPECT_EQ(groups[0].count, 1);
 }
 
+size_t ThreadsOfThisProcess() {
+  return static_cast<size_t>(
+      std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator()));
+}
+
+// A thread that executes (not the one that loaded the instance) must use intra_op_threads too: oneDNN's kernels open
+// OpenMP teams of their own, of every core unless the executing thread has set the count.
+TEST_F(TorchScriptBackendTest, ExecutingThreadsKeepToIntraOpThreads) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: a team of every core is one thread";
+  // A convolution: what optimize_for_inference moves onto oneDNN.
+  torch::jit::Module module("Model");
+  module.register_parameter("w", torch::ones({8, 3, 3, 3}), /*is_buffer=*/false);
+  module.define("def forward(self, x):\n  return torch.conv2d(x, self.w)\n");
+  module.save((dir_ / "model.pt").string());
+  ModelConfig config;
+  config.name = "conv";
+  config.backend = "pytorch";
+  config.inputs = {Spec("x", DataType::kFp32, {4, 3, 64, 64})};
+  config.outputs = {Spec("y", DataType::kFp32, {4, 8, 62, 62})};
+  config.parameters["intra_op_threads"] = "1";
+  auto instance = Load(config, dir_);
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  std::byte* data;
+  Tensor input = Tensor::Allocate("x", DataType::kFp32, {4, 3, 64, 64}, &data);
+  std::memset(data, 0, input.byte_size());
+  size_t before = 0, during = 0;
+  std::thread([&] {
+    before = ThreadsOfThisProcess();
+    for (int i = 0; i < 3; ++i) {
+      auto out = (*instance)->Execute({&input, 1});
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+    }
+    during = ThreadsOfThisProcess();
+  }).join();
+  EXPECT_EQ(during, before);
+}
+
 TEST_F(TorchScriptBackendTest, AppliesIntraOpThreads) {
   auto config = MlpConfig();
   config.parameters["intra_op_threads"] = "2";
