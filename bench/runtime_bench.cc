@@ -36,7 +36,7 @@ std::vector<int> ParseList(const char* text) {
   return values;
 }
 
-Result<std::vector<Tensor>> ZeroBatch(const ModelConfig& config, int batch) {
+std::vector<Tensor> ZeroBatch(const ModelConfig& config, int batch) {
   std::vector<Tensor> inputs;
   for (const TensorConfig& in : config.inputs) {
     Shape shape = FullShape(config, in);
@@ -51,7 +51,7 @@ Result<std::vector<Tensor>> ZeroBatch(const ModelConfig& config, int batch) {
 // Items per second of `instances`, each on its own thread, for `seconds`.
 Result<double> Measure(std::vector<std::unique_ptr<ModelInstance>>& instances, const ModelConfig& config, int batch,
                        double seconds) {
-  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, ZeroBatch(config, batch));
+  const std::vector<Tensor> inputs = ZeroBatch(config, batch);
   for (auto& instance : instances) {
     for (int i = 0; i < 3; ++i) WEFT_RETURN_IF_ERROR(instance->Execute(inputs).status());
   }

@@ -165,7 +165,7 @@ TEST_F(LoadRepositoryTest, AConfigWithoutInstanceGroupsGetsTheBackendsDefaultAnd
   const ModelEntry& p = entries[0].name == "plain" ? entries[0] : entries[1];
   const ModelEntry& q = entries[0].name == "plain" ? entries[1] : entries[0];
   ASSERT_TRUE(p.status.ok() && q.status.ok());
-  // The entry's config is the one served and shown: it names the groups the instances came from.
+  // The entry's config is the one that serves: it names the groups the instances came from.
   ASSERT_EQ(p.config->instance_groups.size(), 1u);
   EXPECT_EQ(p.config->instance_groups[0].count, 3);
   EXPECT_EQ(p.versions[0]->instances.size(), 3u);

@@ -332,11 +332,10 @@ class TorchScriptBackend : public Backend {
       torch::jit::Module module = torch::jit::load(file.string(), device);
       module.eval();
       WEFT_RETURN_IF_ERROR(CheckForwardArity(module, config));
-      if (!device.is_cuda()) {
-        WEFT_ASSIGN_OR_RETURN(module, Optimized(std::move(module), config));
-      }
       if (device.is_cuda()) {
         WEFT_LOG(Info) << "model '" << config.name << "' instance " << index << " on " << device;
+      } else {
+        WEFT_ASSIGN_OR_RETURN(module, Optimized(std::move(module), config));
       }
       return std::unique_ptr<ModelInstance>(std::make_unique<TorchScriptInstance>(config, std::move(module), device));
     } catch (const c10::Error& e) {
