@@ -6,9 +6,10 @@
 # `dynamic_batching { }`, no instance or thread settings). Same wrk, same request bodies for JSON, the same image
 # for binary (the binary tensor data extension for weft, the peers' raw octet-stream for them), same connection
 # counts, and the same warm-up before each workload (3 s at 8 connections, not recorded).
-# Results: bench/results/http_vs_peers_<time>.md.
+# After weft, the runtimes' raw in-process rate on the same convnet files (weft_runtime_bench), for the issue's
+# "share of the raw rate" goal. Results: bench/results/http_vs_peers_<time>.md.
 #
-#   bash bench/http_vs_peers.sh            # about 10 minutes
+#   bash bench/http_vs_peers.sh            # about 12 minutes
 #   PEERS="node" CONNS="1 64" DURATION=10 bash bench/http_vs_peers.sh
 #
 # Needs a release build (tools/build.sh release), wrk, nginx, and the peers' packages (see
@@ -77,6 +78,16 @@ WEFT_RSS=$(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' /proc/$WEFT_PID/status)
 CAPS=$(curl -s "127.0.0.1:$((PORT + 2))/metrics" | awk '/^weft_batch_tuned_cap/ {printf "%s%s", sep, $0; sep = "; "}')
 kill $WEFT_PID; wait $WEFT_PID 2>/dev/null
 
+# The runtimes' raw in-process rate on the same convnet files and cores, right after weft served them: two
+# instances of one thread (the fastest layout in bench/runtime_bench.sh's table) at batches 1 and 8. The goal is
+# weft's rate at 64 connections over the fastest of these (the client's share of the cores is part of the test).
+RAW_TSV=$WORK/raw.tsv
+for name in convnet_pt convnet_onnx; do
+  timeout $((4 * DURATION + 120)) "$ROOT/build/release/bench/weft_runtime_bench" --model-dir "$REPO/$name" \
+    --threads 1 --instances 2 --batches 1,8 --seconds "$DURATION" --rounds 1 2>/dev/null |
+    awk -v m="$name" '$1 ~ /^[0-9]+$/ {print m "\t" $4 "\t" $5}' >> "$RAW_TSV"
+done
+
 # The peers, with their own driver and wrk scripts, right after weft on the same machine.
 (cd "$WORK/peers" && PEERS="$PEERS" CONNS="$CONNS" DURATION=$DURATION WARMUP=3 timeout 1200 bash run_all.sh >/dev/null 2>&1)
 awk -F'\t' 'NR > 1 && $3 != "json_convnet" {printf "| %s | %s | %s | %.0f | %.3f | %.3f | %d |\n", $2, $3, $4, $8, $9, $10, $13+$14+$15+$16+$17}' \
@@ -85,6 +96,11 @@ awk -F'\t' 'NR > 1 && $3 != "json_convnet" {printf "| %s | %s | %s | %.0f | %.3f
   echo
   echo "- weft: resident memory after its workloads ${WEFT_RSS} MiB; $(grep -o 'memory from [^;]*' "$WORK/weft.log")"
   echo "- batch caps at the end: ${CAPS:-none}"
+  awk -F'\t' '{printf "- raw in-process rate, %s, 2 instances of 1 thread, batch %s: %.0f items/s\n", $1, $2, $3}' "$RAW_TSV"
+  awk -F'\t' 'FNR == NR {if ($3 > best) {best = $3; what = $1 ", batch " $2}; next}
+    /^\| weft \| bin_convnet/ && $4 + 0 == 64 && $5 + 0 > served {served = $5 + 0; how = $3; gsub(/^ +| +$/, "", how)}
+    END {if (best > 0 && served > 0) printf "- convnet at 64 connections: weft %s %.0f req/s = %.2fx the fastest raw rate (%s, %.0f items/s)\n", how, served, served / best, what, best}' \
+    "$RAW_TSV" FS='|' "$REPORT"
   echo "- libblas.so.3 (libtorch's and numpy's BLAS, for weft and the Python peers alike): $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3)"
 } >> "$REPORT"
 cat "$REPORT"

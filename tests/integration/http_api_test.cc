@@ -477,5 +477,25 @@ TEST(HttpServerLimitsTest, ConfigsPastTheLimitsFailAloneWithTheirReason) {
   EXPECT_EQ(ok.status, 200u) << ok.body;
 }
 
+// The config endpoint answers the config as served: a file that leaves out the name and the instance groups shows
+// the directory's name and the one instance it runs (bug: "name":"" and "instance_group":[]).
+TEST(HttpApiConfigTest, ConfigWithoutNameOrGroupsShowsWhatIsServed) {
+  TestServerOptions options;
+  options.example_models = {};
+  options.extra_configs["plain"] =
+      "backend: \"weft_builtin\"\nmax_batch_size: 4\n"
+      "input [{ name: \"INPUT0\" data_type: TYPE_FP32 dims: [-1] }]\n"
+      "output [{ name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [-1] }]\n"
+      "parameters { key: \"builtin\" value: { string_value: \"identity\" } }\n";
+  auto server = TestServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  HttpTestClient client((*server)->port());
+  TestResponse config = client.Get("/v2/models/plain/config");
+  ASSERT_TRUE(config.ok()) << config.error;
+  EXPECT_EQ(config.status, 200u) << config.body;
+  EXPECT_EQ(config.body.rfind("{\"name\":\"plain\",", 0), 0u) << config.body;
+  EXPECT_NE(config.body.find("\"instance_group\":[{\"name\":\"plain\",\"count\":1,"), std::string::npos) << config.body;
+}
+
 }  // namespace
 }  // namespace weft::testing

@@ -1,11 +1,10 @@
 #include "frontend/grpc/model_queries.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <optional>
 
 #include "frontend/grpc/infer_message.h"
 #include "model_config.pb.h"
+#include "repository/pbtxt/config_pbtxt.h"
 
 namespace weft {
 
@@ -104,14 +103,7 @@ Status FillModelConfig(const Engine& engine, const inference::ModelConfigRequest
     ConfigFromFields(config, out);
     return Status::Ok();
   }
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;  // the JSON may carry fields of a newer schema
-  auto status = google::protobuf::util::JsonStringToMessage(config.json, out, options);
-  if (!status.ok()) {
-    return Internal("the configuration of model '" + config.name +
-                    "' does not convert to protobuf: " + std::string(status.message()));
-  }
-  return Status::Ok();
+  return FillServedConfig(config, out);
 }
 
 Status FillModelStatistics(const Engine& engine, const inference::ModelStatisticsRequest& request,

@@ -15,6 +15,7 @@
 #include "frontend/http/statistics_codec.h"
 #include "frontend/http/status_mapping.h"
 #include "frontend/http/trace_codec.h"
+#include "repository/pbtxt/config_pbtxt.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "unknown"
@@ -230,9 +231,10 @@ std::string ModelMetadataJson(const ModelConfig& config, const std::vector<int64
   return body;
 }
 
-// The repository renders ModelConfig::json; a config built in code may lack it, so the basics are rendered here.
-std::string ModelConfigJson(const ModelConfig& config) {
-  if (!config.json.empty()) return config.json;
+// The parser renders ModelConfig::json, and the repository's name and instance groups are added to it; a config
+// built in code may lack it, so the basics are rendered here.
+Result<std::string> ModelConfigJson(const ModelConfig& config) {
+  if (!config.json.empty()) return ServedConfigJson(config);
   std::string body;
   JsonWriter json(&body);
   json.BeginObject();
@@ -463,10 +465,13 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
         if (!found.ok()) return Answer(counters, responder, ErrorResponse(found.status()));
         config = std::move(found).value();
       }
-      std::string body = route->endpoint == Endpoint::kModelConfig
-                             ? ModelConfigJson(*config)
-                             : ModelMetadataJson(*config, engine_->ReadyVersions(route->model));
-      return Answer(counters, responder, JsonResponse(std::move(body)));
+      if (route->endpoint == Endpoint::kModelMetadata) {
+        return Answer(counters, responder,
+                      JsonResponse(ModelMetadataJson(*config, engine_->ReadyVersions(route->model))));
+      }
+      Result<std::string> body = ModelConfigJson(*config);
+      if (!body.ok()) return Answer(counters, responder, ErrorResponse(body.status()));
+      return Answer(counters, responder, JsonResponse(std::move(body).value()));
     }
 
     case Endpoint::kModelReady: {

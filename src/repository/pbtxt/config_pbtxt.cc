@@ -494,4 +494,33 @@ Result<ModelConfig> ParseModelConfigFile(const std::filesystem::path& file) {
   return Finish(std::move(parsed), source, file.parent_path().filename().string());
 }
 
+Status FillServedConfig(const ModelConfig& config, inference::ModelConfig* out) {
+  Result<ParsedProto> parsed = ParseJsonProto(config.json, "the configuration of model '" + config.name + "'");
+  if (!parsed.ok()) return Internal(parsed.status().message());
+  *out = std::move(parsed->proto);
+  out->set_name(config.name);
+  if (out->instance_group_size() > 0) return Status::Ok();
+  std::vector<InstanceGroupConfig> groups = config.instance_groups;
+  if (groups.empty()) groups.push_back({.name = config.name, .count = 1, .kind = InstanceKind::kAuto, .gpus = {}});
+  for (const InstanceGroupConfig& group : groups) {
+    inference::ModelInstanceGroup* g = out->add_instance_group();
+    g->set_name(group.name.empty() ? config.name : group.name);
+    g->set_count(group.count);
+    switch (group.kind) {
+      case InstanceKind::kAuto: g->set_kind(inference::ModelInstanceGroup::KIND_AUTO); break;
+      case InstanceKind::kGpu: g->set_kind(inference::ModelInstanceGroup::KIND_GPU); break;
+      case InstanceKind::kCpu: g->set_kind(inference::ModelInstanceGroup::KIND_CPU); break;
+      case InstanceKind::kModel: g->set_kind(inference::ModelInstanceGroup::KIND_MODEL); break;
+    }
+    for (int gpu : group.gpus) g->add_gpus(gpu);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ServedConfigJson(const ModelConfig& config) {
+  inference::ModelConfig served;
+  WEFT_RETURN_IF_ERROR(FillServedConfig(config, &served));
+  return pbtxt_internal::ConfigMessageToJson(served);
+}
+
 }  // namespace weft

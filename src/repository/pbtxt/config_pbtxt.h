@@ -7,6 +7,10 @@
 #include "base/result.h"
 #include "model/model_config.h"
 
+namespace inference {
+class ModelConfig;
+}
+
 namespace weft {
 
 // Parses Triton's config.pbtxt (protobuf text format of inference.ModelConfig, proto/model_config.proto) into a
@@ -36,5 +40,13 @@ Result<ModelConfig> ParseModelConfigJson(std::string_view json, const std::strin
 // Reads and parses `file`. A config without a name takes the name of the directory that holds the file, as in
 // Triton. InvalidArgument for a file over kMaxConfigFileBytes. Fits ConfigParser (repository/repository.h).
 Result<ModelConfig> ParseModelConfigFile(const std::filesystem::path& file);
+
+// The config that the model_configuration endpoints answer for a served `config` (one parsed here, then named and
+// given its instance groups by the repository): its `json` with the served name, and, where the file has no
+// instance_group, the groups the repository settled on (a backend's default; none is one instance, shown as one
+// group of count 1 and kind KIND_AUTO). Groups written in the file are shown as written. Internal when `json` does
+// not parse (it always does when it came from the parsers above).
+Status FillServedConfig(const ModelConfig& config, inference::ModelConfig* out);
+Result<std::string> ServedConfigJson(const ModelConfig& config);
 
 }  // namespace weft

@@ -356,6 +356,56 @@ TEST(ConfigPbtxtTest, DefaultsAreFilledAsTritonReportsThem) {
   EXPECT_THAT(json, ::testing::Not(HasSubstr("dynamic_batching")));
 }
 
+// The config endpoints answer the config as served: a file without a name or instance groups shows the name and
+// the groups the repository gave it (bug: they showed "name":"" and "instance_group":[]).
+TEST(ConfigPbtxtTest, ServedConfigShowsTheNameAndGroupsTheRepositoryGave) {
+  auto parsed = ParseModelConfigText(R"cfg(
+    platform: "pytorch_libtorch"
+    input { name: "x" data_type: TYPE_FP32 dims: [ 4 ] }
+    output { name: "y" data_type: TYPE_FP32 dims: [ 4 ] }
+  )cfg",
+                                     kSource);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ModelConfig served = *parsed;
+  served.name = "convnet";
+  auto one = ServedConfigJson(served);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_THAT(*one, StartsWith("{\"name\":\"convnet\","));
+  EXPECT_THAT(*one,
+              HasSubstr("\"instance_group\":[{\"name\":\"convnet\",\"count\":1,\"gpus\":[],\"kind\":\"KIND_AUTO\","));
+
+  served.instance_groups = {{.name = "", .count = 2, .kind = InstanceKind::kCpu, .gpus = {}}};
+  auto two = ServedConfigJson(served);
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_THAT(*two,
+              HasSubstr("\"instance_group\":[{\"name\":\"convnet\",\"count\":2,\"gpus\":[],\"kind\":\"KIND_CPU\","));
+
+  inference::ModelConfig message;
+  ASSERT_TRUE(FillServedConfig(served, &message).ok());
+  EXPECT_EQ(message.name(), "convnet");
+  ASSERT_EQ(message.instance_group_size(), 1);
+  EXPECT_EQ(message.instance_group(0).count(), 2);
+
+  // Groups written in the file stay as written, with the fields weft does not model.
+  auto written = ParseModelConfigText(R"cfg(
+    name: "m"
+    backend: "onnxruntime"
+    input { name: "x" data_type: TYPE_FP32 dims: [ 4 ] }
+    output { name: "y" data_type: TYPE_FP32 dims: [ 4 ] }
+    instance_group { name: "pinned" kind: KIND_CPU count: 3 passive: true }
+  )cfg",
+                                      kSource);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  auto as_written = ServedConfigJson(*written);
+  ASSERT_TRUE(as_written.ok()) << as_written.status().ToString();
+  EXPECT_THAT(*as_written, HasSubstr("\"name\":\"pinned\""));
+  EXPECT_THAT(*as_written, HasSubstr("\"passive\":true"));
+  EXPECT_THAT(*as_written, HasSubstr("\"count\":3"));
+
+  served.json = "{not json";
+  EXPECT_EQ(ServedConfigJson(served).status().code(), StatusCode::kInternal);
+}
+
 // The JSON must be what protobuf's own JSON parser reads back to the same message (it accepts numbers for
 // 64-bit fields), so the hand-written printer cannot drift from the schema.
 TEST(ConfigPbtxtTest, JsonReadsBackToTheSameMessage) {
