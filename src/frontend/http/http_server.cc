@@ -195,26 +195,39 @@ namespace internal {
 
 class Connection;
 
+// One io_context per I/O thread, run by that thread alone (concurrency hint 1).
+std::vector<std::unique_ptr<net::io_context>> MakeContexts(int threads) {
+  std::vector<std::unique_ptr<net::io_context>> contexts;
+  for (int i = 0; i < std::max(1, threads); ++i) contexts.push_back(std::make_unique<net::io_context>(1));
+  return contexts;
+}
+
 // State shared by the server, its connections and their responders. Connections keep it alive, so that the
-// io_context outlives every socket even when a responder releases the last connection after the server is gone.
+// io_contexts outlive every socket even when a responder releases the last connection after the server is gone.
 struct ServerCore : std::enable_shared_from_this<ServerCore> {
   ServerCore(HttpServer::Options o, HttpHandler* h)
-      : ioc(std::max(1, o.io_threads)),
-        acceptor(net::make_strand(ioc)),
+      : contexts(MakeContexts(o.io_threads)),
+        acceptor(net::make_strand(*contexts[0])),
         accept_timer(acceptor.get_executor()),
-        deadline_timer(net::make_strand(ioc)),
-        reload_timer(net::make_strand(ioc)),
-        work(ioc.get_executor()),
+        deadline_timer(net::make_strand(*contexts[0])),
+        reload_timer(net::make_strand(*contexts[0])),
         options(std::move(o)),
         handler(h),
-        unsent(options.max_unsent_response_bytes, HttpServer::kAlwaysSentBytes) {}
+        unsent(options.max_unsent_response_bytes, HttpServer::kAlwaysSentBytes) {
+    for (auto& context : contexts) work.emplace_back(context->get_executor());
+  }
 
-  net::io_context ioc;
+  // Each connection lives on one context, its thread's: its reads, its writes and the answer that the scheduler
+  // posts to it stay on one thread, with no strand, and no two threads share a queue or wake each other. One
+  // shared io_context cost 14% more server CPU per request at 64 connections (docs/benchmarks.md, issue 15). The
+  // acceptor and the server's timers live on the first.
+  std::vector<std::unique_ptr<net::io_context>> contexts;
+  size_t next_context = 0;  // the context of the next accepted connection; used on the acceptor's strand only
   tcp::acceptor acceptor;
   net::steady_timer accept_timer;    // on the acceptor's strand: the wait after a failed accept
   net::steady_timer deadline_timer;  // the shutdown deadline; used on its strand only
   net::steady_timer reload_timer;    // the next look at the TLS files; used on its strand only
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> work;  // one per context, until Stop
   const HttpServer::Options options;
   HttpHandler* const handler;
   UnsentBytes unsent;
@@ -222,7 +235,7 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   // Set by Start before the first connection (null without TLS), constant after.
   std::unique_ptr<ServerTlsContext> tls;
 
-  // Failed TLS handshakes happen on every connection's strand.
+  // Failed TLS handshakes happen on every I/O thread.
   std::mutex handshake_log_mu;
   LogRateLimiter handshake_log{kAcceptLogInterval};  // guarded by handshake_log_mu
 
@@ -235,7 +248,7 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   SpareDescriptor spare;
 
   mutable std::mutex mu;
-  // False before Start and once Stop has drained: nothing new is posted to ioc then.
+  // False before Start and once Stop has drained: nothing new is posted to the contexts then.
   bool running = false;  // guarded by mu
   // True from the moment the shutdown begins: no new connections, and each connection closes after its answer.
   bool stopping = false;            // guarded by mu
@@ -243,6 +256,9 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   size_t open_connections = 0;      // accepted and not yet closed; guarded by mu
   std::condition_variable drained;  // signalled when open_connections drops to 0
   std::unordered_map<const Connection*, std::weak_ptr<Connection>> connections;  // guarded by mu
+
+  // The context that the next accepted connection lives on: each in turn. On the acceptor's strand.
+  net::io_context& NextContext() { return *contexts[next_context++ % contexts.size()]; }
 
   // The connections still alive, to post work to. Under mu.
   std::vector<std::shared_ptr<Connection>> LiveConnectionsLocked() const {
@@ -255,7 +271,7 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
 };
 
 // One client connection, over TCP or TLS: one class for both, with the stream in a variant, so that the plain path
-// pays a branch per I/O operation and no virtual call. All its members are used on its strand only.
+// pays a branch per I/O operation and no virtual call. All its members are used on its context's thread only.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // `tls_context` null: plain TCP.
@@ -882,10 +898,10 @@ std::string_view HttpRequest::header(std::string_view name) const {
 
 namespace {
 
-void RunIoThread(internal::ServerCore* core) {
+void RunIoThread(net::io_context* context) {
   for (;;) {
     try {
-      core->ioc.run();
+      context->run();
       return;
     } catch (const std::exception& e) {
       WEFT_LOG(Error) << "HTTP I/O thread caught: " << e.what();
@@ -957,7 +973,7 @@ void OnAcceptError(internal::ServerCore* core, const error_code& ec) {
 }
 
 void Accept(internal::ServerCore* core) {
-  core->acceptor.async_accept(net::make_strand(core->ioc), [core](error_code ec, tcp::socket socket) {
+  core->acceptor.async_accept(core->NextContext(), [core](error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted) return;
     if (ec) return OnAcceptError(core, ec);
     if (uint64_t failures = core->backoff.Succeeded(); failures > 0) {
@@ -995,7 +1011,7 @@ void WatchTlsFiles(internal::ServerCore* core) {
 // Closing the listener would reset them; they are taken in and served like the others.
 void AcceptBacklog(internal::ServerCore* core) {
   for (int i = 0; i < kBacklogTakenAtOnce; ++i) {
-    tcp::socket socket(net::make_strand(core->ioc));
+    tcp::socket socket(core->NextContext());
     error_code ec;
     core->acceptor.accept(socket, ec);  // the acceptor is non-blocking: would_block once the backlog is empty
     if (ec) return;
@@ -1042,10 +1058,10 @@ Status HttpServer::Start() {
   if (core_->tls && options_.tls.reload_interval.count() > 0) {
     net::post(core_->reload_timer.get_executor(), [core = core_.get()] { WatchTlsFiles(core); });
   }
-  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
-    threads_.emplace_back([core = core_.get()] {
+  for (auto& context : core_->contexts) {
+    threads_.emplace_back([context = context.get()] {
       SetCurrentThreadName("http-io");
-      RunIoThread(core);
+      RunIoThread(context);
     });
   }
   WEFT_LOG(Info) << "HTTP" << (core_->tls ? "S" : "") << " server listening on " << options_.address << ":" << port_
@@ -1111,7 +1127,7 @@ void HttpServer::Stop() {
     WEFT_LOG(Warning) << "HTTP: " << cut << " requests still in flight at the shutdown deadline were answered 503";
   }
   // The threads return once every connection has finished closing.
-  core_->work.reset();
+  core_->work.clear();
   threads_.clear();
 }
 
