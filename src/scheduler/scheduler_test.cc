@@ -120,7 +120,11 @@ TEST_F(SchedulerTest, BatchTuningLowersTheCapOfAModelThatBatchingSlows) {
                                            // Well under an execution of 8 (64 ms): the decision after one always
                                            // finds a probe due.
                                            .probe_interval = milliseconds(30),
-                                           .stale_after = std::chrono::seconds(60),
+                                           // Found by CI (ASan, beside other tests): one probe of 4 slowed by the
+                                           // machine kept the cap at 8, and with a minute before its figure went
+                                           // stale 4 was never probed again in the test's 20 s. Stale after 2 s, a
+                                           // probe spoiled that way is repeated; a probe itself takes ~0.1 s.
+                                           .stale_after = std::chrono::seconds(2),
                                            .probe_timeout = std::chrono::seconds(10)};
   Start(FakeConfig(8, DynamicBatchingConfig{}), false, 1, options);
   instances_[0]->set_cost([](int64_t items) { return std::chrono::microseconds(1000 * items * items); });
