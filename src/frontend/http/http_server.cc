@@ -189,18 +189,18 @@ bool IsResourceExhaustion(const error_code& ec) {
          ec == net::error::no_buffer_space || ec == net::error::no_memory;
 }
 
-}  // namespace
-
-namespace internal {
-
-class Connection;
-
 // One io_context per I/O thread, run by that thread alone (concurrency hint 1).
 std::vector<std::unique_ptr<net::io_context>> MakeContexts(int threads) {
   std::vector<std::unique_ptr<net::io_context>> contexts;
   for (int i = 0; i < std::max(1, threads); ++i) contexts.push_back(std::make_unique<net::io_context>(1));
   return contexts;
 }
+
+}  // namespace
+
+namespace internal {
+
+class Connection;
 
 // State shared by the server, its connections and their responders. Connections keep it alive, so that the
 // io_contexts outlive every socket even when a responder releases the last connection after the server is gone.
@@ -222,7 +222,7 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
   // shared io_context cost 14% more server CPU per request at 64 connections (docs/benchmarks.md, issue 15). The
   // acceptor and the server's timers live on the first.
   std::vector<std::unique_ptr<net::io_context>> contexts;
-  size_t next_context = 0;  // the context of the next accepted connection; used on the acceptor's strand only
+  size_t next_context = 0;  // see NextContext
   tcp::acceptor acceptor;
   net::steady_timer accept_timer;    // on the acceptor's strand: the wait after a failed accept
   net::steady_timer deadline_timer;  // the shutdown deadline; used on its strand only
