@@ -18,7 +18,8 @@ class CompletionLoop;
 // The device layer: one interface for the CPU and the CUDA implementation (docs/architecture.md, "Device layer").
 //
 //   Stream  an ordered queue of work on a device. Work on one stream runs in order; work on different streams may
-//           overlap. Each piece of work reports its end once, on the device's completion loop thread.
+//           overlap. Each piece of work reports its end once, in order, on the device's completion loop thread (or, on
+//           the CPU device, on the thread that ran it: Work::complete_on_caller).
 //   Event   a point in a stream (Record) that another stream can wait for (Wait).
 //
 // Nothing here blocks on device work except Synchronize() (for tests and shutdown).
@@ -64,8 +65,9 @@ struct Work {
   // CUDA device: runs at once on the enqueueing thread and launches its device work into `stream.handle`; it must
   // not wait for that work. Empty: a host callback, nothing runs. Must not throw.
   std::function<Status(const NativeStream& stream)> run;
-  // Called exactly once, on the completion loop's thread, after the stream has passed this work (and so all work
-  // enqueued before it). Must not block, and must not destroy the stream it came from.
+  // Called exactly once, after the stream has passed this work (and so all work enqueued before it), on the
+  // completion loop's thread (or on the enqueueing thread: complete_on_caller). Completions of one stream never
+  // overlap and keep the stream's order. Must not block, and must not destroy the stream it came from.
   CompletionCallback on_done;
   // Released after on_done has returned: the buffers the work reads or writes live at least that long.
   std::vector<std::shared_ptr<const void>> keep_alive;
@@ -76,6 +78,11 @@ struct Work {
   // work's duration and would otherwise only wait for it (the scheduler's instance thread). Ignored on CUDA, where
   // `run` always runs on the enqueueing thread.
   bool may_run_on_caller = false;
+  // With may_run_on_caller, when the enqueueing thread ran the work: it calls on_done too, before Enqueue returns,
+  // unless an earlier completion of the stream has not returned yet (then on_done arrives on the completion loop).
+  // The loop's wake-up is saved as well. For a caller with nothing better to do meanwhile (an instance thread with
+  // no request queued: otherwise the loop runs the completion while the thread forms the next batch).
+  bool complete_on_caller = false;
 };
 
 // A point in a stream. Recording it again moves the point; a Wait waits for the latest Record made before it (a

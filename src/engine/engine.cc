@@ -31,16 +31,17 @@ class LaneExecutor final : public InstanceExecutor {
   bool TryAcquireSlot() override { return lane_->TryAcquireSlot(); }
   bool AcquireSlot(std::stop_token stop) override { return lane_->AcquireSlot(stop); }
   void ReleaseSlot() override { lane_->ReleaseSlot(); }
-  void Submit(std::vector<Tensor> inputs, ExecutionDone done, bool background) override {
+  void Submit(std::vector<Tensor> inputs, ExecutionDone done, BatchHints hints) override {
     // The caller is the scheduler's instance thread. Its next batch could not start before this one ends (an
     // instance runs one batch at a time), so it may as well run this one itself when the device would start it
-    // at once: one thread hand-off fewer per request. Not a background batch: that one waits for idle capacity.
+    // at once: the hand-off to a device worker is saved. For a lone request it runs the completion too, which saves
+    // the completion loop's wake-up (BatchHints::lone). Not a background batch: that one waits for idle capacity.
     lane_->Submit(
         std::move(inputs),
         [done = std::move(done)](Result<std::vector<Tensor>> outputs, const BatchTiming& timing) {
           done(std::move(outputs), ExecutionTiming{timing.start, timing.end, timing.stream, timing.device});
         },
-        /*may_run_here=*/!background, background);
+        hints.lone ? OnSubmitter::kRunAndComplete : OnSubmitter::kRun, hints.background);
   }
 
  private:

@@ -195,7 +195,7 @@ void Lane::MoveToLocked(size_t index, SteadyTime now) {
   migrations_counter_->Increment();
 }
 
-void Lane::Submit(std::vector<Tensor> inputs, BatchDone done, bool may_run_here, bool background) {
+void Lane::Submit(std::vector<Tensor> inputs, BatchDone done, OnSubmitter on_submitter, bool background) {
   Multiplexer::PooledStream* pooled;
   {
     std::lock_guard lock(mu_);
@@ -234,7 +234,8 @@ void Lane::Submit(std::vector<Tensor> inputs, BatchDone done, bool may_run_here,
     done(std::move(outputs), BatchTiming{completion.start, completion.end, &pooled->name, &mux_->device_->name()});
     ReleaseSlot();
   };
-  work.may_run_on_caller = may_run_here && !background;
+  work.may_run_on_caller = on_submitter != OnSubmitter::kNothing && !background;
+  work.complete_on_caller = on_submitter == OnSubmitter::kRunAndComplete;
   pooled->queue_depth->Add(1);
   pooled->stream->Enqueue(std::move(work));
 }

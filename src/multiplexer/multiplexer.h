@@ -69,6 +69,13 @@ struct BatchTiming {
 };
 using BatchDone = std::function<void(Result<std::vector<Tensor>> outputs, const BatchTiming& timing)>;
 
+// What the thread that submits a batch may do itself, when the device would start the batch at once.
+enum class OnSubmitter : uint8_t {
+  kNothing,         // the device's own threads run the batch and its completion
+  kRun,             // run the batch (Work::may_run_on_caller), for a thread that would only wait for it
+  kRunAndComplete,  // run it and then its completion (Work::complete_on_caller), for one with nothing else to do
+};
+
 class Multiplexer;
 
 // One instance's way onto the device: the stream it is assigned to, its batches in flight, its moves between
@@ -89,13 +96,13 @@ class Lane {
   // Gives back a slot acquired but not used.
   void ReleaseSlot();
   // Uses an acquired slot: runs the instance on `inputs` on its stream after every batch submitted before, and
-  // calls `done` once, on the device's completion thread, with the outputs (complete by then) and the device
-  // time. The inputs are held until then. The slot is released after `done` returns. With `may_run_here`, the
-  // calling thread may run the batch itself before returning, when the device would start it at once
-  // (Work::may_run_on_caller): for a caller that would only wait for the batch anyway. A `background` batch (one no
+  // calls `done` once, on the device's completion thread (or on this one: `on_submitter`), with the outputs
+  // (complete by then) and the device time. The inputs are held until then. The slot is released after `done`
+  // returns. A `background` batch (one no
   // client waits for) runs on the device's background stream, on capacity nothing else wants (StreamOptions::idle),
   // still in order with the instance's other batches.
-  void Submit(std::vector<Tensor> inputs, BatchDone done, bool may_run_here = false, bool background = false);
+  void Submit(std::vector<Tensor> inputs, BatchDone done, OnSubmitter on_submitter = OnSubmitter::kNothing,
+              bool background = false);
 
   // Moves the instance to stream `index` of its class now; its next batch waits for the last one. For tests and
   // the balancer.
@@ -193,7 +200,7 @@ class Multiplexer {
   size_t LeastLoadedLocked(PriorityClass c, SteadyTime now);
   // Drops the series and the stats of a model version whose last lane is gone.
   void ForgetModelLocked(Lane::ModelStats* stats);
-  // On the completion thread.
+  // On the thread that runs the batch's completion.
   // `own_stream`: the batch ran on the lane's stream of its class, not on the background stream.
   void OnBatchDone(PooledStream* stream, Lane* lane, SteadyTime submitted, const Completion& completion,
                    bool own_stream);

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <future>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -139,6 +140,31 @@ TEST_F(MultiplexerTest, ABatchMayRunOnTheSubmittingThread) {
   ASSERT_TRUE(results_.WaitFor(3));
   EXPECT_EQ(results_.order(), (std::vector<int>{0, 1, 2}));
   EXPECT_GE(results_.timing(2).start, results_.timing(1).end);
+}
+
+// With kRunAndComplete the submitting thread runs the completion too: the callback has run, on this thread, and
+// the slot is free again when Submit returns.
+TEST_F(MultiplexerTest, ABatchAndItsCompletionMayRunOnTheSubmittingThread) {
+  Start(2);
+  Lane* lane = Add(Config("sleep", ModelPriority::kDefault, {{"batch_delay_us", "1000"}}));
+  std::thread::id done_on;
+  ASSERT_TRUE(lane->AcquireSlot(std::stop_token()));
+  lane->Submit(
+      Batch(1),
+      [&](Result<std::vector<Tensor>> outputs, const BatchTiming&) {
+        EXPECT_TRUE(outputs.ok());
+        done_on = std::this_thread::get_id();
+      },
+      OnSubmitter::kRunAndComplete);
+  EXPECT_EQ(done_on, std::this_thread::get_id());
+  EXPECT_EQ(lane->inflight(), 0);
+  // Only run here: the callback comes from the completion thread.
+  ASSERT_TRUE(lane->AcquireSlot(std::stop_token()));
+  std::promise<std::thread::id> second;
+  lane->Submit(
+      Batch(1), [&](Result<std::vector<Tensor>>, const BatchTiming&) { second.set_value(std::this_thread::get_id()); },
+      OnSubmitter::kRun);
+  EXPECT_NE(second.get_future().get(), std::this_thread::get_id());
 }
 
 TEST_F(MultiplexerTest, BestEffortBatchesInFlightAreBoundedPerInstance) {

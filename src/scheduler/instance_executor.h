@@ -21,6 +21,20 @@ struct ExecutionTiming {
 };
 using ExecutionDone = std::function<void(Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing)>;
 
+// What the scheduler knows of a batch as it submits it.
+struct BatchHints {
+  // No client waits for any of its requests (InferenceRequest::background), so it may run on capacity nothing else
+  // wants.
+  bool background = false;
+  // One request, nothing queued behind it for the instance, and recent batches of about one request: requests come
+  // one at a time, and the submitting thread has nothing to do until the next one, so it may as well run the
+  // completion itself. Not under load: there the device's completion thread answers a batch while this thread
+  // forms the next one, and the slot that the answering batch still holds lets the next batch grow (at 64
+  // connections on the peers' MLP, completing lone batches on the instance's thread made batches 4-7% smaller and
+  // cost 4-6% of the throughput; docs/benchmarks.md).
+  bool lone = false;
+};
+
 // Where the batches of one instance run. The scheduler takes a slot before it pops a batch, so a busy or gated
 // instance leaves its requests in the queue, where they can still join a larger batch, expire or be cancelled.
 // The engine gives each instance a lane of the multiplexer (a device stream, a bound on batches in flight);
@@ -36,9 +50,8 @@ class InstanceExecutor {
   virtual void ReleaseSlot() = 0;
   // Uses a slot: runs the instance on `inputs` after every batch submitted before, and calls `done` exactly once,
   // on any thread, with the outputs (complete by then). The slot is free again once `done` has returned. May run
-  // the batch on the calling thread before it returns. `background`: no client waits for the batch (every request
-  // in it is InferenceRequest::background), so it may run on capacity nothing else wants.
-  virtual void Submit(std::vector<Tensor> inputs, ExecutionDone done, bool background) = 0;
+  // the batch, and call `done`, on the calling thread before it returns.
+  virtual void Submit(std::vector<Tensor> inputs, ExecutionDone done, BatchHints hints) = 0;
 };
 
 // Runs each batch at once on the calling thread; one batch at a time per instance by construction (the caller
@@ -49,7 +62,7 @@ class InlineExecutor final : public InstanceExecutor {
   bool TryAcquireSlot() override { return true; }
   bool AcquireSlot(std::stop_token stop) override { return !stop.stop_requested(); }
   void ReleaseSlot() override {}
-  void Submit(std::vector<Tensor> inputs, ExecutionDone done, bool /*background*/) override {
+  void Submit(std::vector<Tensor> inputs, ExecutionDone done, BatchHints /*hints*/) override {
     const SteadyTime start = std::chrono::steady_clock::now();
     Result<std::vector<Tensor>> outputs = instance_->Execute(inputs);
     const SteadyTime end = std::chrono::steady_clock::now();

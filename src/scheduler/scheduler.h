@@ -60,7 +60,8 @@ struct InstanceReplacement {
 //                none is being created, queued and new requests are answered UNAVAILABLE.
 // One thread per instance forms its batches. By default it also runs them (one at a time, so N instances run N at
 // once); with executors (the engine's device lanes) it submits up to the executor's bound of batches in flight and
-// the answers come from the executor's completion thread.
+// the answers come from where the executor completes a batch (the device's completion thread, or the instance's own
+// thread when it ran the batch and its completion itself).
 // Every submitted request is answered exactly once: by its execution, or with RESOURCE_EXHAUSTED (no room),
 // DEADLINE_EXCEEDED (never executed), CANCELLED, ABORTED (superseded) or UNAVAILABLE (the scheduler stopped
 // first). Thread-safe; Submit never blocks on an execution.
@@ -170,7 +171,8 @@ class Scheduler {
   // that no caller's code runs inside CancelToken::Cancel().
   void OnCancelled(uint64_t id);
   // Checks the batch once more (cancelled, expired), joins its inputs and submits it, using the slot taken.
-  void Dispatch(size_t instance, InstanceExecutor* executor, Entries batch, Attempt attempt);
+  // `more_queued`: requests or retries were left waiting for the instance (BatchHints::more_queued).
+  void Dispatch(size_t instance, InstanceExecutor* executor, Entries batch, Attempt attempt, bool more_queued);
   // On the executor's completion: metrics, outputs split back, answers.
   void Finish(InFlight& batch, Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing);
   // The span of a batch that holds a traced request, to that request's exporter.

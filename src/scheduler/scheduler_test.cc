@@ -582,6 +582,38 @@ TEST_F(SchedulerTest, ABatchRunsInTheBackgroundOnlyWhenEveryRequestInItIsBackgro
   for (const char* id : {"copy1", "copy2", "copy3", "client"}) EXPECT_EQ(Code(id), StatusCode::kOk) << id;
 }
 
+// A batch is lone (its submitter may run the completion itself) only when it holds one request, nothing waits
+// behind it, and recent batches held about one request each: under load the completion thread answers instead.
+TEST_F(SchedulerTest, OnlyALoneRequestUnderLightLoadIsMarkedLone) {
+  instances_.push_back(std::make_unique<FakeInstance>());
+  ManualExecutor executor(instances_[0].get());
+  scheduler_ = std::make_unique<Scheduler>(FakeConfig(8, DynamicBatchingConfig{}),
+                                           std::vector<ModelInstance*>{instances_[0].get()},
+                                           Scheduler::Options{.version = 1, .executors = {&executor}}, &metrics_);
+  Submit("alone", {1});
+  ASSERT_TRUE(executor.WaitForSubmitted());
+  EXPECT_TRUE(executor.last_hints().lone);
+  ASSERT_TRUE(executor.CompleteOne());
+  // Batches of four behind a busy slot: the mean batch grows past 1.5.
+  for (int round = 0; round < 10; ++round) {
+    const std::string hold = "hold" + std::to_string(round);
+    Submit(hold, {1});
+    ASSERT_TRUE(executor.WaitForSubmitted());
+    for (int i = 0; i < 4; ++i) Submit(hold + "_" + std::to_string(i), {2});
+    ASSERT_TRUE(executor.CompleteOne());
+    ASSERT_TRUE(executor.WaitForSubmitted());
+    EXPECT_FALSE(executor.last_hints().lone) << round;
+    ASSERT_TRUE(executor.CompleteOne());
+  }
+  Submit("after_load", {3});
+  ASSERT_TRUE(executor.WaitForSubmitted());
+  EXPECT_FALSE(executor.last_hints().lone);
+  ASSERT_TRUE(executor.CompleteOne());
+  EXPECT_EQ(Code("alone"), StatusCode::kOk);
+  EXPECT_EQ(Code("after_load"), StatusCode::kOk);
+  EXPECT_EQ(instances_[0]->log().size(), 22u);  // 1 + 10 x (1 + 1) + 1 executions
+}
+
 }  // namespace
 }  // namespace weft
 

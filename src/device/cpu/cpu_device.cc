@@ -103,6 +103,12 @@ class CpuDevice final : public Device {
   // unless the stream is idle.
   // Called and returns with `lock` held; releases it while the work runs.
   void RunItem(CpuStream* stream, Work work, std::unique_lock<std::mutex>& lock);
+  // Runs `work` on the enqueueing thread (Work::may_run_on_caller), which took a slot and marked `stream` running,
+  // and with Work::complete_on_caller delivers its completion there too when every earlier completion of the stream
+  // has returned: the loop thread's wake-up is saved as well as the worker's. Until the callback has returned the
+  // stream stays marked running, so nothing behind the work starts and no later completion can overtake it. Called with
+  // `lock` held; returns without it.
+  void RunOnCaller(CpuStream* stream, Work work, std::unique_lock<std::mutex>& lock);
   void Serve(std::stop_token stop);
   // The idle worker: runs the work of idle streams (StreamOptions::idle), in the order they became ready.
   void ServeIdle(std::stop_token stop);
@@ -159,6 +165,20 @@ class CpuStream final : public Stream {
   void AddFinished(Finished finished) {
     std::lock_guard lock(done_mu_);
     finished_.push_back(std::move(finished));
+    ++undelivered_;
+  }
+  // Whether every completion that finished before now has returned, so that one delivered on this thread now comes
+  // after them.
+  bool AllDelivered() const {
+    std::lock_guard lock(done_mu_);
+    return undelivered_ == 0;
+  }
+  // After a completion delivered by the enqueueing thread has returned.
+  void DeliveredOnCaller() {
+    std::lock_guard lock(done_mu_);
+    --pending_;
+    // Under done_mu_: a Synchronize that returns on this may destroy the stream as soon as the lock is free.
+    drained_.notify_all();
   }
   void Signal() const { source_->Signal(); }
 
@@ -180,6 +200,7 @@ class CpuStream final : public Stream {
   std::condition_variable drained_;
   std::deque<Finished> finished_;  // guarded by done_mu_
   size_t pending_ = 0;             // guarded by done_mu_; work enqueued whose callback has not returned
+  size_t undelivered_ = 0;         // guarded by done_mu_; completions for the loop whose callback has not returned
 };
 
 bool CpuEvent::Query() const {
@@ -308,6 +329,36 @@ void CpuDevice::RunItem(CpuStream* stream, Work work, std::unique_lock<std::mute
   AdvanceLocked(stream);
 }
 
+void CpuDevice::RunOnCaller(CpuStream* stream, Work work, std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  const SteadyTime start = std::chrono::steady_clock::now();
+  Status status = RunSafely(work.run, stream->native());
+  const SteadyTime end = std::chrono::steady_clock::now();
+  work.run = nullptr;
+
+  lock.lock();
+  --running_;
+  // The slot this thread held is free again: a stream that found every slot taken may start now.
+  if (!ready_.empty()) ready_changed_.notify_one();
+  if (!work.complete_on_caller || !stream->AllDelivered()) {
+    stream->AddFinished({std::move(work.on_done), std::move(work.keep_alive), {std::move(status), start, end}});
+    stream->Signal();
+    stream->running = false;
+    AdvanceLocked(stream);
+    lock.unlock();
+    return;
+  }
+  lock.unlock();
+  if (work.on_done) work.on_done(Completion{std::move(status), start, end});
+  work.on_done = nullptr;
+  work.keep_alive.clear();
+  lock.lock();
+  stream->running = false;
+  AdvanceLocked(stream);
+  lock.unlock();
+  stream->DeliveredOnCaller();
+}
+
 void CpuDevice::Serve(std::stop_token stop) {
   std::unique_lock lock(mu_);
   // An idle worker may still find no slot: enqueueing threads hold some while they run work themselves.
@@ -365,9 +416,7 @@ void CpuStream::Enqueue(Work work) {
   if (work.may_run_on_caller && work.run && !device_->loop_->InLoopThread() && device_->CanStartNowLocked(*this)) {
     running = true;
     ++device_->running_;
-    device_->RunItem(this, std::move(work), lock);
-    // The slot this thread held is free again: a stream that found every slot taken may start now.
-    if (!device_->ready_.empty()) device_->ready_changed_.notify_one();
+    device_->RunOnCaller(this, std::move(work), lock);
     return;
   }
   items.push_back({.kind = Item::Kind::kWork, .work = std::move(work)});
@@ -433,6 +482,7 @@ void CpuStream::DeliverCompletions() {
   {
     std::lock_guard lock(done_mu_);
     pending_ -= n;
+    undelivered_ -= n;
   }
   drained_.notify_all();
 }

@@ -21,7 +21,9 @@ struct CpuDeviceOptions {
 // - Record and Wait are markers in the queue: a Record is passed as soon as the items before it are done; a Wait
 //   holds its stream until the event's latest Record made before the Wait has been passed.
 // - Work with Work::may_run_on_caller runs on the enqueueing thread, inside Enqueue, when a free worker would start
-//   it at once; it holds one of the `workers` slots meanwhile, so at most `workers` items run at any time.
+//   it at once; it holds one of the `workers` slots meanwhile, so at most `workers` items run at any time. With
+//   Work::complete_on_caller its completion runs there as well, unless one of the stream's earlier completions is
+//   still with the loop; the stream starts nothing more until it has returned.
 // - A worker that finishes an item appends its completion to the stream's list and writes the stream's eventfd;
 //   the completion loop runs the callbacks. Workers and the loop sleep when idle; nothing polls.
 // - Idle streams (StreamOptions::idle) are served by one more thread, the idle worker, in the kernel's idle

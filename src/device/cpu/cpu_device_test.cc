@@ -249,20 +249,24 @@ TEST(CpuDeviceTest, EventsOrderIdleAndOrdinaryStreams) {
 
 // An idle device runs caller-runnable work inside Enqueue, on the enqueueing thread; the completion still comes
 // from the completion loop, woken through the stream's eventfd.
+// Work that notes the thread it runs on.
+std::function<Status(const NativeStream&)> RunsOn(std::thread::id* thread) {
+  return [thread](const NativeStream&) {
+    *thread = std::this_thread::get_id();
+    return Status::Ok();
+  };
+}
+
 TEST(CpuDeviceTest, WorkRunsOnTheCallerWhenAWorkerWouldStartItAtOnce) {
   auto device = CreateCpuDevice({.workers = 1});
   ASSERT_TRUE(device.ok());
   auto stream = (*device)->CreateStream({.name = "s"});
   CompletionLoop& loop = (*device)->completion_loop();
-  const uint64_t wakeups = loop.wakeups();
+  uint64_t wakeups = loop.wakeups();
   std::thread::id ran_on;
-  bool done_on_loop = false;
+  std::atomic<bool> done_on_loop{false};
   std::atomic<bool> done{false};
-  (*stream)->Enqueue({.run =
-                          [&](const NativeStream&) {
-                            ran_on = std::this_thread::get_id();
-                            return Status::Ok();
-                          },
+  (*stream)->Enqueue({.run = RunsOn(&ran_on),
                       .on_done =
                           [&](const Completion&) {
                             done_on_loop = loop.InLoopThread();
@@ -272,8 +276,111 @@ TEST(CpuDeviceTest, WorkRunsOnTheCallerWhenAWorkerWouldStartItAtOnce) {
   EXPECT_EQ(ran_on, std::this_thread::get_id());  // already ran when Enqueue returned
   (*stream)->Synchronize();
   EXPECT_TRUE(done.load());
-  EXPECT_TRUE(done_on_loop);
+  EXPECT_TRUE(done_on_loop.load());
   EXPECT_GT(loop.wakeups(), wakeups);
+
+  // With complete_on_caller the completion too has run when Enqueue returns, on this thread, and the loop never
+  // woke.
+  wakeups = loop.wakeups();
+  std::thread::id done_on;
+  (*stream)->Enqueue({.run = RunsOn(&ran_on),
+                      .on_done = [&](const Completion&) { done_on = std::this_thread::get_id(); },
+                      .may_run_on_caller = true,
+                      .complete_on_caller = true});
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_EQ(done_on, std::this_thread::get_id());
+  EXPECT_EQ((*stream)->pending(), 0u);
+  (*stream)->Synchronize();
+  EXPECT_EQ(loop.wakeups(), wakeups);
+}
+
+// A completion callback that, once entered, waits until the test lets it return, and then logs `id`.
+// Thread-safe.
+class HeldCompletion {
+ public:
+  HeldCompletion(RunLog* log, std::string id) : log_(log), id_(std::move(id)) {}
+  CompletionCallback Callback() {
+    return [this](const Completion&) {
+      {
+        std::unique_lock lock(mu_);
+        entered_ = true;
+        cv_.notify_all();
+        cv_.wait(lock, [this] { return released_; });
+      }
+      (void)log_->Work(id_)(NativeStream{});
+    };
+  }
+  void WaitUntilEntered() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return entered_; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  RunLog* const log_;
+  const std::string id_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool entered_ = false;   // guarded by mu_
+  bool released_ = false;  // guarded by mu_
+};
+
+Status Nothing(const NativeStream&) { return Status::Ok(); }
+
+// A completion of the stream still with the loop: the caller runs the work but leaves its completion to the loop,
+// after the earlier one.
+TEST(CpuDeviceTest, ACallersCompletionWaitsBehindOneStillWithTheLoop) {
+  auto device = CreateCpuDevice({.workers = 2});
+  ASSERT_TRUE(device.ok());
+  auto stream = (*device)->CreateStream({.name = "s"});
+  CompletionLoop& loop = (*device)->completion_loop();
+  RunLog log;
+  HeldCompletion first(&log, "first");
+  (*stream)->Enqueue({.run = Nothing, .on_done = first.Callback()});
+  first.WaitUntilEntered();
+  std::thread::id ran_on;
+  std::atomic<bool> second_on_loop{false};
+  (*stream)->Enqueue({.run = RunsOn(&ran_on),
+                      .on_done =
+                          [&](const Completion&) {
+                            second_on_loop = loop.InLoopThread();
+                            (void)log.Work("second")(NativeStream{});
+                          },
+                      .may_run_on_caller = true,
+                      .complete_on_caller = true});
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_TRUE(log.log().empty());
+  first.Release();
+  (*stream)->Synchronize();
+  EXPECT_EQ(log.log(), (std::vector<std::string>{"first", "second"}));
+  EXPECT_TRUE(second_on_loop.load());
+}
+
+// While a caller runs its work's completion, work enqueued behind it on the stream waits, so the stream's
+// completions keep their order and never overlap.
+TEST(CpuDeviceTest, WorkBehindACallersCompletionWaitsForIt) {
+  auto device = CreateCpuDevice({.workers = 2});
+  ASSERT_TRUE(device.ok());
+  auto stream = (*device)->CreateStream({.name = "s"});
+  RunLog log;
+  HeldCompletion held(&log, "caller done");
+  std::jthread caller([&] {
+    (*stream)->Enqueue(
+        {.run = Nothing, .on_done = held.Callback(), .may_run_on_caller = true, .complete_on_caller = true});
+  });
+  held.WaitUntilEntered();
+  (*stream)->Enqueue({.run = log.Work("behind ran"),
+                      .on_done = [&](const Completion&) { (void)log.Work("behind done")(NativeStream{}); }});
+  std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_TRUE(log.log().empty());
+  held.Release();
+  caller.join();
+  (*stream)->Synchronize();
+  EXPECT_EQ(log.log(), (std::vector<std::string>{"caller done", "behind ran", "behind done"}));
 }
 
 // Work queued before on the same stream, or running: the caller's work waits its turn and runs on a worker.
@@ -386,8 +493,9 @@ TEST(CpuDeviceTest, WorkOnTheCallerCountsAgainstTheWorkers) {
 
 // Chains of events between many streams from many threads, for ThreadSanitizer: each stream's items must run in
 // order, every item after a Wait must run after the recorded item it waits for, and no more items run at once
-// than there are workers. With the parameter, work may run on the enqueueing threads.
-class EventChainsTest : public ::testing::TestWithParam<bool> {};
+// than there are workers. With the parameter, work may run on the enqueueing threads (1), and its completions too
+// (2).
+class EventChainsTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(EventChainsTest, AcrossStreamsFromManyThreads) {
   constexpr int kWorkers = 3;
@@ -407,6 +515,8 @@ TEST_P(EventChainsTest, AcrossStreamsFromManyThreads) {
   std::atomic<int> running{0};
   std::atomic<bool> too_many{false};
   std::vector<std::vector<int64_t>> stamps(kStreams, std::vector<int64_t>(kSteps, -1));
+  std::vector<int> completed(kStreams, -1);  // the last step of each stream whose completion ran
+  std::atomic<bool> out_of_order{false};
   // For each step, the (stream, step) whose Record it waited for, if any.
   std::vector<std::vector<std::pair<int, int>>> waited(kStreams, std::vector<std::pair<int, int>>(kSteps, {-1, -1}));
   std::mutex record_mu;                     // makes "the latest Record of a stream" well defined across threads
@@ -429,7 +539,14 @@ TEST_P(EventChainsTest, AcrossStreamsFromManyThreads) {
                                    running.fetch_sub(1);
                                    return Status::Ok();
                                  },
-                             .may_run_on_caller = GetParam()});
+                             // Unsynchronized: a stream's completions never overlap (ThreadSanitizer checks).
+                             .on_done =
+                                 [&, t, step](const Completion&) {
+                                   if (completed[t] != step - 1) out_of_order = true;
+                                   completed[t] = step;
+                                 },
+                             .may_run_on_caller = GetParam() >= 1,
+                             .complete_on_caller = GetParam() == 2});
         std::lock_guard lock(record_mu);
         streams[t]->Record(*events[t]);
         recorded[t] = step;
@@ -448,9 +565,11 @@ TEST_P(EventChainsTest, AcrossStreamsFromManyThreads) {
     }
   }
   EXPECT_FALSE(too_many.load());
+  EXPECT_FALSE(out_of_order.load());
+  EXPECT_EQ(completed, std::vector<int>(kStreams, kSteps - 1));
 }
 
-INSTANTIATE_TEST_SUITE_P(OnWorkersOrCallers, EventChainsTest, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(OnWorkersOrCallers, EventChainsTest, ::testing::Values(0, 1, 2));
 
 }  // namespace
 }  // namespace weft

@@ -105,7 +105,8 @@ class LaneHarness : public ::testing::Test {
   void SubmitInputs(Lane* lane, int id, std::vector<Tensor> inputs, bool may_run_here = false,
                     bool background = false) {
     ASSERT_TRUE(lane->AcquireSlot(std::stop_token()));
-    lane->Submit(std::move(inputs), results_.Callback(id), may_run_here, background);
+    lane->Submit(std::move(inputs), results_.Callback(id), may_run_here ? OnSubmitter::kRun : OnSubmitter::kNothing,
+                 background);
   }
   void TearDown() override {
     lanes_.clear();  // waits for their batches

@@ -34,17 +34,18 @@ class ManualExecutor : public InstanceExecutor {
     busy_ = false;
     cv_.notify_all();
   }
-  void Submit(std::vector<Tensor> inputs, ExecutionDone done, bool background) override {
+  void Submit(std::vector<Tensor> inputs, ExecutionDone done, BatchHints hints) override {
     std::lock_guard lock(mu_);
-    last_background_ = background;
+    last_hints_ = hints;
     pending_.emplace_back(std::move(inputs), std::move(done));
     cv_.notify_all();
   }
-  // Whether the latest submitted batch was a background one.
-  bool last_background() {
+  // What the scheduler said of the latest submitted batch.
+  BatchHints last_hints() {
     std::lock_guard lock(mu_);
-    return last_background_;
+    return last_hints_;
   }
+  bool last_background() { return last_hints().background; }
   bool WaitForSubmitted() {
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, std::chrono::seconds(10), [this] { return !pending_.empty(); });
@@ -69,7 +70,7 @@ class ManualExecutor : public InstanceExecutor {
   std::mutex mu_;
   std::condition_variable_any cv_;
   bool busy_ = false;                                                   // guarded by mu_
-  bool last_background_ = false;                                        // guarded by mu_
+  BatchHints last_hints_;                                               // guarded by mu_
   std::vector<std::pair<std::vector<Tensor>, ExecutionDone>> pending_;  // guarded by mu_
 };
 
