@@ -1045,8 +1045,9 @@ Status HttpServer::Start() {
   if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (!ec) acceptor.non_blocking(true, ec);
   if (ec) {
+    Status failed = Unavailable("cannot listen on " + where + ": " + ec.message());
     acceptor.close(ec);
-    return Unavailable("cannot listen on " + where + ": " + ec.message());
+    return failed;
   }
   port_ = acceptor.local_endpoint(ec).port();
   {

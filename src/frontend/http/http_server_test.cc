@@ -111,6 +111,15 @@ class HttpServerTest : public ::testing::Test {
   std::unique_ptr<HttpServer> server_;
 };
 
+// A port already taken is refused with the system's reason (it once read "Success": the close overwrote it).
+TEST_F(HttpServerTest, APortInUseIsRefusedWithTheReason) {
+  StartServer();
+  HttpServer second({.address = "127.0.0.1", .port = server_->port()}, &handler_);
+  Status started = second.Start();
+  EXPECT_EQ(started.code(), StatusCode::kUnavailable);
+  EXPECT_NE(started.message().find("in use"), std::string::npos) << started.message();
+}
+
 TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   StartServer();
   HttpTestClient client(server_->port());
