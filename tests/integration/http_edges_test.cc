@@ -42,9 +42,22 @@ double InferCount(TestServer& server, const std::string& code) {
       ->value();
 }
 
+// Holds each batch for 300 ms: requests sent to it are still in flight a moment later, however fast the machine.
+constexpr std::string_view kSlowConfig = R"(name: "slow"
+backend: "weft_builtin"
+max_batch_size: 8
+input [{ name: "INPUT0" data_type: TYPE_FP32 dims: [1] }]
+output [{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [1] }]
+instance_group [{ count: 1 kind: KIND_CPU }]
+dynamic_batching { }
+parameters { key: "builtin" value: { string_value: "sleep" } }
+parameters { key: "batch_delay_us" value: { string_value: "300000" } }
+)";
+
 std::unique_ptr<TestServer> StartServer() {
   TestServerOptions options;
-  options.example_models = {"identity", "sleep"};
+  options.example_models = {"identity"};
+  options.extra_configs["slow"] = std::string(kSlowConfig);
   options.max_body_bytes = kAnswerBytes + 4096;
   options.max_unsent_response_bytes = kBound;
   auto started = TestServer::Start(options);
@@ -116,7 +129,9 @@ TEST(HttpEdgesTest, ShutdownAnswersInferenceInFlightAndReadinessGoesFalseFirst) 
   EXPECT_NE(ErrorMessage(ready).find("shutting down"), std::string::npos) << ErrorMessage(ready);
   EXPECT_EQ(clients[0]->Get("/v2/health/live").status, 200u);
   for (auto& c : clients) {
-    ASSERT_EQ(c->WriteRaw("POST /v2/models/sleep/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+    // The example sleep model answers in about a millisecond, which once raced the shutdown below (an answer that
+    // left before it kept its connection open): "slow" holds the requests until the shutdown has begun.
+    ASSERT_EQ(c->WriteRaw("POST /v2/models/slow/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " +
                           std::to_string(body.size()) + "\r\n\r\n" + body),
               "");
   }
