@@ -333,7 +333,9 @@ TEST_F(LiveRepositoryTest, ABrokenNewVersionLeavesTheOldServingAndTheIndexSaysWh
 TEST_F(LiveRepositoryTest, AVersionBeingWrittenIsNotLoadedBeforeItSettles) {
   Write("m/config.pbtxt", AffineConfig("m"));
   WriteVersion("m", 1, 10);
-  Start(ModelControlMode::kWatch, {.settle = 400ms});
+  // A settle time well above the gaps between the writes below, so that a slow machine (ThreadSanitizer on two busy
+  // cores once took longer than a 400 ms settle time between two steps) cannot make the directory look quiet.
+  Start(ModelControlMode::kWatch, {.settle = 1500ms});
   // Files appear one by one, 100 ms apart: the directory never looks quiet while they do, and model.txt comes last,
   // so a load before the end would fail.
   Write("m/2/part0", std::string(100, 'x'));
@@ -348,7 +350,7 @@ TEST_F(LiveRepositoryTest, AVersionBeingWrittenIsNotLoadedBeforeItSettles) {
   WriteVersion("m", 2, 20);
   const auto last_write = std::chrono::steady_clock::now();
   ASSERT_TRUE(WaitFor([&] { return Infer("m").value == 21; }));
-  EXPECT_GE(std::chrono::steady_clock::now() - last_write, 350ms);  // the settle time, less the clocks' grain
+  EXPECT_GE(std::chrono::steady_clock::now() - last_write, 1450ms);  // the settle time, less the clocks' grain
   EXPECT_EQ(Metric("weft_model_load_failures_total{model=\"m\",stage=\"instances\"}"), 0);
   EXPECT_EQ(Metric("weft_model_loads_total{model=\"m\"}"), 2);  // version 2 loaded once, complete
 }

@@ -614,6 +614,11 @@ void Scheduler::Dispatch(size_t instance, InstanceExecutor* executor, Entries ba
   // execution completes; the requests' references go now, so a joined batch frees the request bytes at once.
   for (auto& e : batch) e->inputs.clear();
   if (attempt == Attempt::kFirst && batch.size() >= 2) inflight->inputs = joined;
+  // Requests come one at a time: the recent executions averaged under 1.5 requests each. Under load the slot that
+  // the answering batch holds lets the next batch grow, which is worth more than the completion loop's wake-up.
+  // Decided before the batch is published to the watchdog, which may take its entries from then on.
+  constexpr double kLoneMeanBatch = 1.5;
+  const bool lone = !more_queued && batch.size() == 1 && mean_batch_.load(std::memory_order_relaxed) < kLoneMeanBatch;
   inflight->entries = std::move(batch);
   bool quarantined = false;
   bool wake_timer = false;
@@ -644,11 +649,6 @@ void Scheduler::Dispatch(size_t instance, InstanceExecutor* executor, Entries ba
     return;
   }
   if (wake_timer) timer_wake_.notify_one();
-  // Requests come one at a time: the recent executions averaged under 1.5 requests each. Under load the slot that
-  // the answering batch holds lets the next batch grow, which is worth more than the completion loop's wake-up.
-  constexpr double kLoneMeanBatch = 1.5;
-  const bool lone =
-      !more_queued && inflight->entries.size() == 1 && mean_batch_.load(std::memory_order_relaxed) < kLoneMeanBatch;
   executor->Submit(
       std::move(joined),
       [this, inflight](Result<std::vector<Tensor>> outputs, const ExecutionTiming& timing) {
