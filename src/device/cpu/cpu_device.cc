@@ -103,12 +103,14 @@ class CpuDevice final : public Device {
   // unless the stream is idle.
   // Called and returns with `lock` held; releases it while the work runs.
   void RunItem(CpuStream* stream, Work work, std::unique_lock<std::mutex>& lock);
-  // Runs `work` on the enqueueing thread (Work::may_run_on_caller), which took a slot and marked `stream` running,
-  // and with Work::complete_on_caller delivers its completion there too when every earlier completion of the stream
-  // has returned: the loop thread's wake-up is saved as well as the worker's. Until the callback has returned the
-  // stream stays marked running, so nothing behind the work starts and no later completion can overtake it. Called with
-  // `lock` held; returns without it.
+  // Runs `work` on the enqueueing thread (Work::may_run_on_caller), which took a slot and marked `stream` running.
+  // With Work::complete_on_caller, when every earlier completion of the stream has returned, it delivers the
+  // completion there too: the loop thread's wake-up is saved as well as the worker's. Until the callback has
+  // returned the stream stays marked running, so nothing behind the work starts and no later completion can overtake
+  // it. Called and returns with `lock` held.
   void RunOnCaller(CpuStream* stream, Work work, std::unique_lock<std::mutex>& lock);
+  // Runs `work.run` on this thread with `lock` released, and drops it; returns with `lock` released.
+  static Completion RunUnlocked(const CpuStream& stream, Work& work, std::unique_lock<std::mutex>& lock);
   void Serve(std::stop_token stop);
   // The idle worker: runs the work of idle streams (StreamOptions::idle), in the order they became ready.
   void ServeIdle(std::stop_token stop);
@@ -314,48 +316,46 @@ bool CpuDevice::CanStartNowLocked(const CpuStream& stream) const {
 }
 
 void CpuDevice::RunItem(CpuStream* stream, Work work, std::unique_lock<std::mutex>& lock) {
-  lock.unlock();
-  const SteadyTime start = std::chrono::steady_clock::now();
-  Status status = RunSafely(work.run, stream->native());
-  const SteadyTime end = std::chrono::steady_clock::now();
-  work.run = nullptr;  // its captures die here, on the running thread, not on the loop thread
-
+  Completion completion = RunUnlocked(*stream, work, lock);
   lock.lock();
   // Under mu_: once the completion is visible, the stream may be destroyed as soon as mu_ is free.
-  stream->AddFinished({std::move(work.on_done), std::move(work.keep_alive), {std::move(status), start, end}});
+  stream->AddFinished({std::move(work.on_done), std::move(work.keep_alive), std::move(completion)});
   stream->Signal();
   stream->running = false;
   if (!stream->idle()) --running_;
   AdvanceLocked(stream);
 }
 
-void CpuDevice::RunOnCaller(CpuStream* stream, Work work, std::unique_lock<std::mutex>& lock) {
+Completion CpuDevice::RunUnlocked(const CpuStream& stream, Work& work, std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   const SteadyTime start = std::chrono::steady_clock::now();
-  Status status = RunSafely(work.run, stream->native());
+  Status status = RunSafely(work.run, stream.native());
   const SteadyTime end = std::chrono::steady_clock::now();
-  work.run = nullptr;
+  work.run = nullptr;  // its captures die here, on the running thread, not on the loop thread
+  return {std::move(status), start, end};
+}
 
-  lock.lock();
-  --running_;
+void CpuDevice::RunOnCaller(CpuStream* stream, Work work, std::unique_lock<std::mutex>& lock) {
+  // Decided before the run: while it runs nothing else of the stream can finish.
+  const bool complete_here = work.complete_on_caller && stream->AllDelivered();
+  Completion completion;
+  if (complete_here) {
+    completion = RunUnlocked(*stream, work, lock);
+    lock.lock();
+    --running_;
+  } else {
+    RunItem(stream, std::move(work), lock);
+  }
   // The slot this thread held is free again: a stream that found every slot taken may start now.
   if (!ready_.empty()) ready_changed_.notify_one();
-  if (!work.complete_on_caller || !stream->AllDelivered()) {
-    stream->AddFinished({std::move(work.on_done), std::move(work.keep_alive), {std::move(status), start, end}});
-    stream->Signal();
-    stream->running = false;
-    AdvanceLocked(stream);
-    lock.unlock();
-    return;
-  }
+  if (!complete_here) return;
   lock.unlock();
-  if (work.on_done) work.on_done(Completion{std::move(status), start, end});
+  if (work.on_done) work.on_done(completion);
   work.on_done = nullptr;
   work.keep_alive.clear();
   lock.lock();
   stream->running = false;
   AdvanceLocked(stream);
-  lock.unlock();
   stream->DeliveredOnCaller();
 }
 
