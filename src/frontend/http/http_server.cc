@@ -23,7 +23,6 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <charconv>
 #include <condition_variable>
 #include <exception>
@@ -40,6 +39,7 @@
 #include "base/retry.h"
 #include "base/thread_name.h"
 #include "frontend/http/tls_context.h"
+#include "frontend/http/tls_socket.h"
 #include "frontend/http/unsent_bytes.h"
 
 namespace weft {
@@ -49,8 +49,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 using boost::system::error_code;
-// Beast's TLS stream gathers a response's buffers into full records (asio's writes one record per buffer).
-using TlsStream = beast::ssl_stream<tcp::socket>;
 
 namespace {
 
@@ -294,11 +292,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // `shutting_down`: accepted after the shutdown began (from the backlog).
   void Start(bool shutting_down) {
     net::dispatch(executor(), [self = shared_from_this(), shutting_down] {
-      if (TlsStream* tls = self->Tls()) {
+      if (TlsSocket* tls = self->Tls()) {
         if (shutting_down) self->BeginShutdown();  // OnHandshake arms the grace
         self->handshaking_ = true;
         self->ArmTimer(self->core_->options.io_timeout);
-        tls->async_handshake(net::ssl::stream_base::server, [self](error_code ec) { self->OnHandshake(ec); });
+        tls->async_handshake([self](error_code ec) { self->OnHandshake(ec); });
         return;
       }
       self->ReadRequest();
@@ -362,22 +360,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
-  using Stream = std::variant<tcp::socket, TlsStream>;
+  using Stream = std::variant<tcp::socket, TlsSocket>;
 
   static Stream MakeStream(tcp::socket socket, net::ssl::context* tls_context) {
     if (tls_context == nullptr) return Stream(std::in_place_type<tcp::socket>, std::move(socket));
-    return Stream(std::in_place_type<TlsStream>, std::move(socket), *tls_context);
+    return Stream(std::in_place_type<TlsSocket>, std::move(socket), *tls_context);
   }
 
-  TlsStream* Tls() { return std::get_if<TlsStream>(&stream_); }
+  TlsSocket* Tls() { return std::get_if<TlsSocket>(&stream_); }
   tcp::socket& Socket() {
-    if (TlsStream* tls = Tls()) return tls->next_layer();
+    if (TlsSocket* tls = Tls()) return tls->next_layer();
     return *std::get_if<tcp::socket>(&stream_);
   }
   // Runs `op(stream)` with the stream as its own type, to start an asynchronous read or write on it.
   template <typename Op>
   void WithStream(Op&& op) {
-    if (TlsStream* tls = Tls()) return op(*tls);
+    if (TlsSocket* tls = Tls()) return op(*tls);
     op(*std::get_if<tcp::socket>(&stream_));
   }
 
@@ -427,7 +425,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Marks the connection as having received the client's close_notify too, so that SSL_shutdown returns once ours
   // is written instead of reading until the client sends its own. Completes in OnTlsShutdown.
   bool StartTlsShutdown() {
-    TlsStream* tls = Tls();
+    TlsSocket* tls = Tls();
     if (tls == nullptr || writing_ || tls_shutdown_started_) return false;
     SSL* ssl = tls->native_handle();
     if (SSL_in_init(ssl)) return false;
@@ -603,10 +601,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool MoreRequestBytes() {
     error_code ec;
     if (buffer_.size() > 0 || Socket().available(ec) > 0) return true;
-    TlsStream* tls = Tls();
-    if (tls == nullptr) return false;
-    SSL* ssl = tls->native_handle();
-    return SSL_pending(ssl) > 0 || BIO_pending(SSL_get_rbio(ssl)) > 0;
+    TlsSocket* tls = Tls();
+    return tls != nullptr && tls->HasPendingInput();
   }
 
   // Puts the response's head and body into head_ and buffers_; returns the bytes they hold.
