@@ -150,6 +150,9 @@ TlsSocket::Step TlsSocket::Shutdown() {
 
 TlsSocket::Step TlsSocket::Read(net::mutable_buffer into) {
   if (into.size() == 0) return {};
+  // Nothing received and nothing in OpenSSL (a keep-alive connection's wait for its next request, every time):
+  // SSL_read_ex would only find that out. After the peer's end of stream it runs, to say how the stream ended.
+  if (!HasPendingInput() && !input_ended_ && SSL_is_init_finished(ssl_)) return Step{Step::Want::kRead, {}, 0};
   auto* at = static_cast<char*>(into.data());
   size_t total = 0;
   // Everything received is decrypted in the same step, as far as `into` takes it.
