@@ -1,3 +1,25 @@
+# What the build's test sources are compiled with, beyond the build's flags. In an optimized build they are compiled
+# without optimization: the code under test keeps the build's flags (it is in the libraries), test bodies are not
+# what is measured, and -O0 compiles them a third faster, which keeps CI within its time.
+function(weft_test_compile_options target)
+  if(CMAKE_BUILD_TYPE STREQUAL "Release")
+    target_compile_options(${target} PRIVATE -O0)
+  endif()
+endfunction()
+
+# weft_test_pch(): GoogleTest's headers precompiled once, for every weft_test to reuse (about 1.5 s of parsing per
+# test source otherwise, in each build). Called once, before the first weft_test. A test whose flags do not match
+# (a runtime's own -D options) compiles the headers as text instead: slower, never wrong.
+function(weft_test_pch)
+  file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/weft_test_pch.cc CONTENT "// GoogleTest's precompiled headers (cmake/weft.cmake)\n")
+  add_executable(weft_test_pch ${CMAKE_BINARY_DIR}/weft_test_pch.cc)
+  target_link_libraries(weft_test_pch PRIVATE GTest::gtest_main GTest::gmock)
+  weft_test_compile_options(weft_test_pch)
+  target_precompile_headers(weft_test_pch PRIVATE <gtest/gtest.h> <gmock/gmock.h>)
+  # GCC says so for every such source otherwise (-Winvalid-pch, which CMake adds): expected, not worth a warning.
+  set(CMAKE_CXX_COMPILE_OPTIONS_INVALID_PCH "" PARENT_SCOPE)
+endfunction()
+
 # weft_test(NAME SOURCES... LIBS ...): one gtest binary registered with ctest.
 function(weft_test name)
   if(NOT WEFT_BUILD_TESTS)
@@ -6,6 +28,8 @@ function(weft_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest_main GTest::gmock)
+  weft_test_compile_options(${name})
+  target_precompile_headers(${name} REUSE_FROM weft_test_pch)
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "WEFT_SOURCE_DIR=${PROJECT_SOURCE_DIR}" TIMEOUT 600)
   if(ARG_LABELS)
