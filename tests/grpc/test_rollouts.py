@@ -73,9 +73,11 @@ instance_group [{{ count: 1 kind: KIND_CPU }}]
 # Quick stages: shadow of everything, then a canary at 30%; 60 requests and two seconds each (long enough for a
 # config reload to land in the middle). A canary's p99 over some 60 requests is close to its slowest one, and the
 # config reload gives the candidate fresh copies whose first TorchScript runs are slow: under ASan on two busy cores
-# one such run reached 3.08 times the primary's p99. The slow candidate's test checks the p99 criterion itself.
+# such runs reached 3.08 and then 5.66 times the primary's p99 (92.7 against 16.4 ms; the shadow stage saw 311 ms),
+# so the bound here only catches a candidate that is grossly slower. The slow candidate's test checks the p99
+# criterion itself, with the default bound.
 POLICY = {"weft.rollout.stages": "shadow:1.0, canary:0.3", "weft.rollout.min_requests": "60",
-          "weft.rollout.min_duration_ms": "2000", "weft.rollout.max_p99_ratio": "5"}
+          "weft.rollout.min_duration_ms": "2000", "weft.rollout.max_p99_ratio": "50"}
 
 
 class Traffic:
