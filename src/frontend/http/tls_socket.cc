@@ -39,7 +39,7 @@ struct TlsSocketBio {
   static int Read(BIO* bio, char* data, int size) {
     TlsSocket& owner = Owner(bio);
     BIO_clear_retry_flags(bio);
-    size_t available = owner.input_end_ - owner.input_begin_;
+    size_t available = owner.InputAvailable();
     if (available == 0) {
       if (owner.input_ended_) return 0;
       BIO_set_retry_read(bio);
@@ -56,9 +56,8 @@ struct TlsSocketBio {
     switch (command) {
       case BIO_CTRL_FLUSH:  // after handshake messages; a send has nothing to flush
         return 1;
-      case BIO_CTRL_PENDING:
-        return static_cast<long>(Owner(bio).input_end_ - Owner(bio).input_begin_);  // NOLINT(runtime/int)
-      case BIO_CTRL_EOF: return Owner(bio).input_ended_ && Owner(bio).input_end_ == Owner(bio).input_begin_ ? 1 : 0;
+      case BIO_CTRL_PENDING: return static_cast<long>(Owner(bio).InputAvailable());  // NOLINT(runtime/int)
+      case BIO_CTRL_EOF: return Owner(bio).input_ended_ && Owner(bio).InputAvailable() == 0 ? 1 : 0;
       default: return 0;
     }
   }
@@ -100,11 +99,11 @@ TlsSocket::TlsSocket(net::ip::tcp::socket socket, net::ssl::context& context) : 
 
 TlsSocket::~TlsSocket() { SSL_free(ssl_); }
 
-bool TlsSocket::HasPendingInput() const { return input_end_ > input_begin_ || SSL_has_pending(ssl_) == 1; }
+bool TlsSocket::HasPendingInput() const { return InputAvailable() > 0 || SSL_has_pending(ssl_) == 1; }
 
 net::mutable_buffer TlsSocket::PrepareInput() {
-  if (input_begin_ < input_end_) {
-    std::memmove(input_, input_ + input_begin_, input_end_ - input_begin_);
+  if (InputAvailable() > 0) {
+    std::memmove(input_, input_ + input_begin_, InputAvailable());
     input_end_ -= input_begin_;
     input_begin_ = 0;
   } else if (last_receive_filled_) {

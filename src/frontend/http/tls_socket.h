@@ -157,6 +157,8 @@ class TlsSocket {
     socket_.async_receive(PrepareInput(), std::forward<Self>(self));
   }
 
+  // Bytes received and not yet taken by OpenSSL.
+  size_t InputAvailable() const { return input_end_ - input_begin_; }
   // Where the next receive goes. Only while no receive is pending.
   boost::asio::mutable_buffer PrepareInput();
   // Takes in a receive's result; an error that ends the operation (eof does not: OpenSSL is told, and decides).

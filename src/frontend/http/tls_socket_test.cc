@@ -100,6 +100,15 @@ class TlsSocketTest : public ::testing::Test {
     ASSERT_TRUE(done()) << "timed out";
   }
 
+  // One async_read_some into a buffer of `capacity` bytes: its error and byte count.
+  std::pair<error_code, size_t> ReadSome(TlsSocket& tls, size_t capacity) {
+    std::string into(capacity, '\0');
+    std::optional<std::pair<error_code, size_t>> result;
+    tls.async_read_some(net::buffer(into), [&](error_code ec, size_t n) { result.emplace(ec, n); });
+    RunUntil([&] { return result.has_value(); });
+    return result.value_or(std::pair<error_code, size_t>(net::error::timed_out, 0));
+  }
+
   // Reads until `n` bytes or an error.
   std::pair<error_code, std::string> Read(TlsSocket& tls, size_t n) {
     std::string into(n, '\0');
@@ -159,12 +168,9 @@ TEST_F(TlsSocketTest, RecordsReceivedTogetherAreReadInOneStep) {
   sent_seen.wait();
   std::this_thread::sleep_for(50ms);  // loopback has delivered the three records by now
 
-  std::string into(1000, '\0');
-  std::optional<std::pair<error_code, size_t>> read;
-  tls->async_read_some(net::buffer(into), [&](error_code ec, size_t n) { read.emplace(ec, n); });
-  RunUntil([&] { return read.has_value(); });
-  EXPECT_FALSE(read->first);
-  EXPECT_EQ(read->second, 300u);
+  auto [error, n] = ReadSome(*tls, 1000);
+  EXPECT_FALSE(error);
+  EXPECT_EQ(n, 300u);
   EXPECT_FALSE(tls->HasPendingInput());
 
   tls->next_layer().close();
@@ -200,11 +206,8 @@ TEST_F(TlsSocketTest, APeerGoneWithoutCloseNotifyIsTruncated) {
     client.next_layer().shutdown(tcp::socket::shutdown_send);
     read_done_seen.wait();
   });
-  std::string into(100, '\0');
-  std::optional<error_code> read;
-  tls->async_read_some(net::buffer(into), [&](error_code ec, size_t) { read = ec; });
-  RunUntil([&] { return read.has_value(); });
-  EXPECT_EQ(*read, net::ssl::error::stream_truncated) << read->message();
+  error_code read = ReadSome(*tls, 100).first;
+  EXPECT_EQ(read, net::ssl::error::stream_truncated) << read.message();
   read_done.set_value();
   client_thread_.join();  // before `read_done_seen` goes
 }
@@ -238,11 +241,8 @@ TEST_F(TlsSocketTest, ThePeersCloseNotifyReadsAsEndOfStreamAndOursIsSent) {
     client.shutdown(ec);  // close_notify, then waits for the server's
     client_saw = ec;
   });
-  std::string into(100, '\0');
-  std::optional<error_code> read;
-  tls->async_read_some(net::buffer(into), [&](error_code ec, size_t) { read = ec; });
-  RunUntil([&] { return read.has_value(); });
-  EXPECT_EQ(*read, net::error::eof) << read->message();
+  error_code read = ReadSome(*tls, 100).first;
+  EXPECT_EQ(read, net::error::eof) << read.message();
 
   std::optional<error_code> shutdown;
   tls->async_shutdown([&](error_code ec) { shutdown = ec; });
