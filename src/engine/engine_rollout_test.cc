@@ -79,7 +79,7 @@ std::unique_ptr<InferenceRequest> Request(float value, int64_t version = 0, std:
   return r;
 }
 
-float Value(const InferenceResponse& r) { return r.outputs.at(0).as<float>()[0]; }
+float AnswerValue(const InferenceResponse& r) { return r.outputs.at(0).as<float>()[0]; }
 
 class EngineRolloutTest : public ::testing::Test {
  protected:
@@ -141,8 +141,8 @@ class EngineRolloutTest : public ::testing::Test {
 
 TEST_F(EngineRolloutTest, TheDefaultVersionAnswersRequestsNamingNoneAndANamedVersionStillAnswers) {
   Serve(20, nullptr);
-  EXPECT_EQ(Value(*Infer(Request(1))), 11);
-  EXPECT_EQ(Value(*Infer(Request(1, /*version=*/2))), 21);
+  EXPECT_EQ(AnswerValue(*Infer(Request(1))), 11);
+  EXPECT_EQ(AnswerValue(*Infer(Request(1, /*version=*/2))), 21);
   EXPECT_EQ(engine_.FindVersion("det", 0).value()->version, 1);
 }
 
@@ -154,15 +154,15 @@ TEST_F(EngineRolloutTest, ACanaryAnswersItsShareAndEveryAnswerIsRecordedForItsAr
   for (int i = 0; i < kRequests; ++i) {
     Result<InferenceResponse> r = Infer(Request(1));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    if (Value(*r) == 21) ++candidate;
-    EXPECT_EQ(r->model_version, Value(*r) == 21 ? 2 : 1);
+    if (AnswerValue(*r) == 21) ++candidate;
+    EXPECT_EQ(r->model_version, AnswerValue(*r) == 21 ? 2 : 1);
   }
   EXPECT_NEAR(candidate, 300, 75);
   StageFigures figures = rollout->recorder->Snapshot(RolloutCriteria{}, std::chrono::steady_clock::now());
   EXPECT_EQ(figures.candidate.requests, static_cast<uint64_t>(candidate));
   EXPECT_EQ(figures.primary.requests, static_cast<uint64_t>(kRequests - candidate));
   // A request that names its version is not part of the rollout.
-  EXPECT_EQ(Value(*Infer(Request(1, /*version=*/1))), 11);
+  EXPECT_EQ(AnswerValue(*Infer(Request(1, /*version=*/1))), 11);
   figures = rollout->recorder->Snapshot(RolloutCriteria{}, std::chrono::steady_clock::now());
   EXPECT_EQ(figures.primary.requests + figures.candidate.requests, static_cast<uint64_t>(kRequests));
 }
@@ -173,8 +173,8 @@ TEST_F(EngineRolloutTest, AStickyKeyKeepsEachClientOnOneArm) {
   Serve(20, rollout);
   int on_candidate = 0;
   for (int camera = 0; camera < 40; ++camera) {
-    const float first = Value(*Infer(Request(1, 0, "cam-" + std::to_string(camera))));
-    for (int i = 0; i < 5; ++i) EXPECT_EQ(Value(*Infer(Request(1, 0, "cam-" + std::to_string(camera)))), first);
+    const float first = AnswerValue(*Infer(Request(1, 0, "cam-" + std::to_string(camera))));
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(AnswerValue(*Infer(Request(1, 0, "cam-" + std::to_string(camera)))), first);
     if (first == 21) ++on_candidate;
   }
   EXPECT_GT(on_candidate, 5);
@@ -185,7 +185,7 @@ TEST_F(EngineRolloutTest, AShadowedCandidateNeverAnswersAClientAndItsWrongAnswer
   auto rollout = Rollout(/*canary=*/0, /*shadow=*/1.0);
   Serve(/*candidate_offset=*/30, rollout);  // a wrong candidate
   constexpr int kRequests = 50;
-  for (int i = 0; i < kRequests; ++i) EXPECT_EQ(Value(*Infer(Request(static_cast<float>(i)))), i + 10.0f);
+  for (int i = 0; i < kRequests; ++i) EXPECT_EQ(AnswerValue(*Infer(Request(static_cast<float>(i)))), i + 10.0f);
   StageFigures figures = WaitForCandidate(*rollout, kRequests);
   EXPECT_EQ(figures.candidate.requests, static_cast<uint64_t>(kRequests));
   EXPECT_EQ(figures.shadow_sent, static_cast<uint64_t>(kRequests));
@@ -229,7 +229,7 @@ TEST_F(EngineRolloutTest, ShadowCopiesBeyondTheBoundAreDroppedAndThePrimaryIsNot
     auto future = done.get_future();
     engine_.Submit(Request(1), [&done](Result<InferenceResponse> r) { done.set_value(std::move(r)); });
     ASSERT_EQ(future.wait_for(std::chrono::seconds(10)), std::future_status::ready) << "the primary waited";
-    EXPECT_EQ(Value(*future.get()), 11);
+    EXPECT_EQ(AnswerValue(*future.get()), 11);
   }
   StageFigures figures = rollout->recorder->Snapshot(RolloutCriteria{}, std::chrono::steady_clock::now());
   EXPECT_EQ(figures.shadow_sent, 2u);
@@ -266,7 +266,7 @@ TEST_F(EngineRolloutTest, WithoutTheCandidateServingEverythingGoesToThePrimary) 
   route->state = VersionState::kReady;
   route->rollout = Rollout(/*canary=*/1.0, /*shadow=*/0);
   engine_.PublishModel("det", route);
-  EXPECT_EQ(Value(*Infer(Request(1))), 11);
+  EXPECT_EQ(AnswerValue(*Infer(Request(1))), 11);
 }
 
 }  // namespace

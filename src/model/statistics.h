@@ -11,6 +11,8 @@ namespace weft {
 struct StatisticDuration {
   uint64_t count = 0;
   uint64_t ns = 0;
+
+  friend bool operator==(const StatisticDuration&, const StatisticDuration&) = default;
 };
 
 // The executions of one batch size (Triton's InferBatchStatistics): each duration counts executions, not requests.

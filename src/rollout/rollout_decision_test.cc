@@ -12,7 +12,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInfinite = std::numeric_limits<double>::infinity();
 
 RolloutStage Shadow() {
   return {.kind = RolloutStage::Kind::kShadow, .share = 1, .min_requests = 100, .min_duration = seconds(10)};
@@ -44,7 +44,7 @@ TEST(RolloutDecisionTest, EffectiveAbsTolerance) {
   EXPECT_EQ(EffectiveAbsTolerance(criteria, {.compared = 10, .max_abs = 1e-4}), 2e-4);
   EXPECT_EQ(EffectiveAbsTolerance(criteria, {.compared = 10, .max_abs = 1e-6}), 1e-5);
   // A floor that is infinite would hide every divergence.
-  EXPECT_EQ(EffectiveAbsTolerance(criteria, {.compared = 10, .max_abs = kInf}), 1e-5);
+  EXPECT_EQ(EffectiveAbsTolerance(criteria, {.compared = 10, .max_abs = kInfinite}), 1e-5);
   // No samples, no floor.
   EXPECT_EQ(EffectiveAbsTolerance(criteria, {.compared = 0, .max_abs = 1}), 1e-5);
 }
@@ -59,7 +59,7 @@ TEST(RolloutDecisionTest, Diverges) {
   // At the tolerance is within it.
   EXPECT_FALSE(Diverges({.max_abs = 1e-5, .max_rel = 1, .compared = true}, criteria, 1e-5));
   EXPECT_FALSE(Diverges({.max_abs = 1, .max_rel = 1e-3, .compared = true}, criteria, 1e-5));
-  EXPECT_TRUE(Diverges({.max_abs = kInf, .max_rel = kInf, .compared = true}, criteria, 1e-5));
+  EXPECT_TRUE(Diverges({.max_abs = kInfinite, .max_rel = kInfinite, .compared = true}, criteria, 1e-5));
 }
 
 TEST(RolloutDecisionTest, SummarizeDivergence) {

@@ -18,9 +18,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr size_t kElements = size_t{4} << 20;  // 16 MiB of FP32: more than loopback's socket buffers hold
-constexpr size_t kAnswerBytes = kElements * 4;
-constexpr size_t kBound = size_t{40} << 20;  // two such answers fit, a third does not
+constexpr size_t kAnswerBytes = size_t{16} << 20;  // 4 Mi FP32: more than loopback's socket buffers hold
+constexpr size_t kBound = size_t{40} << 20;        // two such answers fit, a third does not
 
 BinaryBody IdentityRequest(const std::string& data) {
   std::string json = InferJson({BinaryInput("INPUT0", "FP32", {static_cast<int64_t>(data.size() / 4)}, data.size())},

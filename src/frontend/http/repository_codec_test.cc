@@ -2,12 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "frontend/http/testing/bytes.h"
+
 namespace weft {
 namespace {
 
-std::span<const std::byte> Bytes(std::string_view s) {
-  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
-}
+using weft::testing::Bytes;
 
 TEST(RepositoryCodecTest, DecodesIndexRequests) {
   EXPECT_FALSE(DecodeRepositoryIndexRequest(Bytes("")).value().ready);

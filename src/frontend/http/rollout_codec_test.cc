@@ -7,14 +7,14 @@
 #include <limits>
 #include <string>
 
+#include "frontend/http/testing/bytes.h"
+
 namespace weft {
 namespace {
 
 using std::chrono::milliseconds;
 
-std::span<const std::byte> Bytes(std::string_view s) {
-  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
-}
+using weft::testing::Bytes;
 
 // The error of decoding `body`: InvalidArgument whose message holds `needle`.
 void ExpectInvalid(std::string_view body, std::string_view needle) {

@@ -9,13 +9,12 @@
 
 #include "frontend/http/infer_codec.h"
 #include "frontend/http/request_body.h"
+#include "frontend/http/testing/bytes.h"
 
 namespace weft {
 namespace {
 
-std::span<const std::byte> Bytes(std::string_view s) {
-  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
-}
+using weft::testing::Bytes;
 
 TEST(SharedMemoryCodecTest, DecodesRegistrations) {
   auto r = DecodeSharedMemoryRegistration(Bytes(R"({"key":"/in","offset":64,"byte_size":1024})"));
