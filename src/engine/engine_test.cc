@@ -294,12 +294,13 @@ TEST_P(EngineTest, ARetiredVersionFinishesItsRequestsThenUnloads) {
   std::shared_future<void> gate_open = gate.get_future().share();
   Start({}, gate_open);
   started = 0;
-  std::atomic<int> unloaded{0};
+  // Shared with the unload callback, which may run after the test body (an ASSERT that returns early).
+  auto unloaded = std::make_shared<std::atomic<int>>(0);
   auto loaded = std::make_shared<LoadedVersion>();
   loaded->version = 2;
   loaded->config = DoublingConfig();
   loaded->instances.push_back(std::make_unique<DoublingInstance>(&executions_, gate_open));
-  Result<VersionHandle> v2 = engine_->StartVersion(loaded, [&] { unloaded++; });
+  Result<VersionHandle> v2 = engine_->StartVersion(loaded, [unloaded] { ++*unloaded; });
   ASSERT_TRUE(v2.ok()) << v2.status().ToString();
   engine_->PublishModel("double", RouteServing(*v2));
   std::promise<Result<InferenceResponse>> held;
@@ -310,12 +311,12 @@ TEST_P(EngineTest, ARetiredVersionFinishesItsRequestsThenUnloads) {
   engine_->RemoveModel("double");
   v2 = Unavailable("dropped");
   EXPECT_EQ(SubmitAndWait(MakeRequest({1, 2}, {1, 2})).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(unloaded.load(), 0);
+  EXPECT_EQ(unloaded->load(), 0);
   gate.set_value();
   Result<InferenceResponse> r = held.get_future().get();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->model_version, 2);
-  while (unloaded.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (unloaded->load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(metrics_.Exposition().find("version=\"2\""), std::string::npos);
 }
 
@@ -326,7 +327,8 @@ TEST_P(EngineTest, ARetiredVersionFinishesItsRequestsThenUnloads) {
 // reproduces it only by chance, under TSan or ASan.
 TEST_P(EngineTest, RapidSwapsNeverTouchARetiredVersion) {
   Start();
-  std::atomic<int> unloaded{0};
+  // Shared with the unload callbacks: the last version unloads with the engine, after the test body has returned.
+  auto unloaded = std::make_shared<std::atomic<int>>(0);
   std::atomic<bool> stop{false};
   std::atomic<int> failures{0};
   std::atomic<int> answered{0};
@@ -342,7 +344,8 @@ TEST_P(EngineTest, RapidSwapsNeverTouchARetiredVersion) {
   }
   constexpr int kSwaps = 300;
   for (int i = 0; i < kSwaps; ++i) {
-    Result<VersionHandle> next = engine_->StartVersion(DoublingVersion(2 + i % 3, &executions_), [&] { unloaded++; });
+    Result<VersionHandle> next =
+        engine_->StartVersion(DoublingVersion(2 + i % 3, &executions_), [unloaded] { ++*unloaded; });
     ASSERT_TRUE(next.ok()) << next.status().ToString();
     engine_->PublishModel("double", RouteServing(*next));
   }
@@ -351,8 +354,8 @@ TEST_P(EngineTest, RapidSwapsNeverTouchARetiredVersion) {
   EXPECT_EQ(failures.load(), 0);
   EXPECT_GT(answered.load(), 0);
   // Every replaced version unloads (the last one still serves).
-  while (unloaded.load() < kSwaps - 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(unloaded.load(), kSwaps - 1);
+  while (unloaded->load() < kSwaps - 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(unloaded->load(), kSwaps - 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Execution, EngineTest, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& info) {
