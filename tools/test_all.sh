@@ -12,11 +12,11 @@ for preset in release asan; do
   echo "=== build $preset ($(($(date +%s) - start)) s)"
   bash tools/build.sh "$preset"
   echo "=== test $preset ($(($(date +%s) - start)) s)"
-  # LeakSanitizer reports libtorch's and OpenCV's process-lifetime caches as leaks; leaks are checked in our own
-  # code by the unit tests of the parts that do not load those runtimes (see docs/testing.md).
+  # LeakSanitizer runs at the exit of every test and of every `weft serve` the Python tests start and stop (their
+  # harness fails a test on any sanitizer report in the server's log, shutdown included).
   # detect_stack_use_after_return: GCC's runtime leaves it off; a callback that outlived its test's stack frame
   # (engine_test) was found only by clang's, which has it on.
-  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_stack_use_after_return=1 \
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "build/$preset" --output-on-failure -j2 --timeout 600
 done

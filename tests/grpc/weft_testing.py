@@ -23,6 +23,8 @@ BINARY = os.environ.get("WEFT_BINARY", os.path.join(SOURCE_DIR, "build", "src", 
 EXAMPLES = os.path.join(SOURCE_DIR, "examples")
 REFERENCE_MODELS = ("add_sub", "mlp", "pair", "detector")
 RPC_TIMEOUT = 30  # seconds; every call has one, so that a broken server fails a test instead of hanging it
+# The first line of a report of AddressSanitizer, LeakSanitizer, UndefinedBehaviorSanitizer or ThreadSanitizer.
+SANITIZER_REPORT = re.compile(r"ERROR: (Address|Leak)Sanitizer|runtime error: |WARNING: ThreadSanitizer")
 
 
 def _generate_stubs():
@@ -131,7 +133,15 @@ class WeftServer:
             self.process.kill()
             code = self.process.wait()
         self._drain.join(timeout=5)
+        self._check_sanitizers()
         return code
+
+    def _check_sanitizers(self):
+        """A sanitizer's report in the server's log fails the test, also one written while the server shut down (a
+        leak, a use after free in teardown), which no answer to a client would show."""
+        report = [i for i, line in enumerate(self.log) if SANITIZER_REPORT.search(line)]
+        if report:
+            raise AssertionError("weft serve reported a sanitizer error:\n" + "".join(self.log[report[0]:][:80]))
 
     def send_signal(self, sig=signal.SIGTERM):
         self.process.send_signal(sig)
@@ -146,6 +156,7 @@ class WeftServer:
             raise AssertionError("weft serve did not exit within %s s:\n%s" % (timeout, "".join(self.log[-50:])))
         self._drain.join(timeout=5)
         self.channel.close()
+        self._check_sanitizers()
         return code
 
     def http(self, method, path, body=None):
