@@ -1,19 +1,35 @@
 #include "app/memory_allocator.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <stop_token>
 #include <string>
+#include <thread>
+
+#include "base/idle_purge_policy.h"
+#include "base/log.h"
+#include "base/thread_name.h"
 
 #ifdef WEFT_JEMALLOC
 #include <jemalloc/jemalloc.h>
+#include <sys/types.h>
 
 // jemalloc reads its options from this symbol when it starts; MALLOC_CONF in the environment still overrides them.
-// oversize_threshold:0 turns off the separate arena for allocations of 8 MiB and more. That arena gives freed
-// pages back to the system at once, so each large request body (a 16 MB tensor) was faulted in again, page by
-// page, on the next request. On this project's VMs a fault costs tens of microseconds, and a 16 MB round trip over
-// HTTP took 55-105 ms instead of 9-12 (docs/benchmarks.md). In the ordinary arenas freed pages wait for the decay
-// time (10 s) and are reused. background_thread: one thread of jemalloc's purges them once that time is up, so a
-// burst's memory goes back even when no allocation follows (without it, 256 MiB stayed resident after 16 requests
-// of 16 MB). Buffers of 64 MiB and more (MapLargeBuffer) are mapped on their own either way.
-const char* malloc_conf = "oversize_threshold:0,background_thread:true,max_background_threads:1";
+// - oversize_threshold:0 turns off the separate arena for allocations of 8 MiB and more. That arena gives freed
+//   pages back to the system at once, so each large request body (a 16 MB tensor) was faulted in again, page by
+//   page, on the next request. On this project's VMs a fault costs tens of microseconds, and a 16 MB round trip
+//   over HTTP took 55-105 ms instead of 9-12 (docs/benchmarks.md).
+// - dirty_decay_ms:-1,muzzy_decay_ms:-1: jemalloc's own purge is off; IdleMemoryPurge gives the pages back once
+//   large allocations stop. jemalloc's decay counts only the growth of its freed pages per interval, so memory
+//   that requests free and take again within an interval looked unused and was purged between requests: 16 MB over
+//   gRPC faulted in 14-23 MB a request and ran at 6-10 req/s, 48-66 without the purge.
+// - lg_extent_max_active_fit:10: a freed range may serve a request of up to 1/1024 of its size (1/64 by default).
+//   gRPC reads a message into many slices of varying size; held to 1/64, they took fresh pages while large freed
+//   ranges sat unused, and resident memory grew past 1.1 GiB under the same load with purging off.
+// Buffers of 64 MiB and more (MapLargeBuffer) are mapped on their own either way.
+const char* malloc_conf = "oversize_threshold:0,dirty_decay_ms:-1,muzzy_decay_ms:-1,lg_extent_max_active_fit:10";
 #endif
 
 namespace weft {
@@ -29,10 +45,10 @@ std::string MemoryAllocatorName() {
   size = sizeof(oversize);
   if (mallctl("opt.oversize_threshold", &oversize, &size, nullptr, 0) == 0) {
     name += oversize == 0 ? " (no oversize arena" : " (oversize arena from " + std::to_string(oversize) + " bytes";
-    bool background = false;
-    size = sizeof(background);
-    if (mallctl("background_thread", &background, &size, nullptr, 0) == 0) {
-      name += background ? ", background purge" : ", purge on allocation";
+    ssize_t decay = 0;
+    size = sizeof(decay);
+    if (mallctl("opt.dirty_decay_ms", &decay, &size, nullptr, 0) == 0) {
+      name += decay < 0 ? ", freed pages given back when idle" : ", jemalloc's decay purge";
     }
     name += ")";
   }
@@ -40,6 +56,87 @@ std::string MemoryAllocatorName() {
 #else
   return "the C library's malloc";
 #endif
+}
+
+namespace {
+
+#ifdef WEFT_JEMALLOC
+constexpr size_t kLeastDirtyBytes = size_t{16} << 20;
+constexpr size_t kMostDirtyBytes = size_t{1} << 30;
+constexpr std::chrono::seconds kQuiet{10};
+constexpr std::chrono::seconds kLookEvery{1};
+
+std::string AllArenas(const char* what) { return "arena." + std::to_string(MALLCTL_ARENAS_ALL) + "." + what; }
+std::string AllArenaStats(const char* what) {
+  return "stats.arenas." + std::to_string(MALLCTL_ARENAS_ALL) + "." + what;
+}
+
+// False when jemalloc cannot say (built without statistics).
+bool ReadActivity(AllocatorActivity* activity) {
+  uint64_t epoch = 1;
+  if (mallctl("epoch", nullptr, nullptr, &epoch, sizeof(epoch)) != 0) return false;
+  uint64_t large = 0;
+  size_t size = sizeof(large);
+  if (mallctl(AllArenaStats("large.nmalloc").c_str(), &large, &size, nullptr, 0) != 0) return false;
+  size_t dirty_pages = 0;
+  size = sizeof(dirty_pages);
+  if (mallctl(AllArenaStats("pdirty").c_str(), &dirty_pages, &size, nullptr, 0) != 0) return false;
+  size_t page = 0;
+  size = sizeof(page);
+  if (mallctl("arenas.page", &page, &size, nullptr, 0) != 0) return false;
+  activity->large_allocations = large;
+  activity->dirty_bytes = dirty_pages * page;
+  return true;
+}
+
+class JemallocIdlePurge final : public IdleMemoryPurge {
+ public:
+  JemallocIdlePurge()
+      : thread_([this](std::stop_token stop) {
+          SetCurrentThreadName("mem-purge");
+          Run(stop);
+        }) {}
+
+ private:
+  void Run(std::stop_token stop) {
+    IdlePurgePolicy policy(kQuiet, kLeastDirtyBytes, kMostDirtyBytes);
+    const std::string purge = AllArenas("purge");
+    std::mutex mu;
+    std::condition_variable_any wake;
+    std::unique_lock lock(mu);
+    bool blind = false;
+    for (;;) {
+      wake.wait_for(lock, stop, blind ? std::chrono::seconds(kQuiet) : kLookEvery, [] { return false; });
+      if (stop.stop_requested()) return;
+      AllocatorActivity activity;
+      if (!blind && !ReadActivity(&activity)) {
+        // Without statistics the pages still have to go back: every quiet period, busy or not.
+        WEFT_LOG(Warning) << "jemalloc gives no statistics: freed memory is purged every " << kQuiet.count() << " s";
+        blind = true;
+      }
+      if (blind || policy.Observe(activity, std::chrono::steady_clock::now())) {
+        mallctl(purge.c_str(), nullptr, nullptr, nullptr, 0);
+      }
+    }
+  }
+
+  std::jthread thread_;
+};
+#endif
+
+class NoIdlePurge final : public IdleMemoryPurge {};
+
+}  // namespace
+
+std::unique_ptr<IdleMemoryPurge> IdleMemoryPurge::Start() {
+#ifdef WEFT_JEMALLOC
+  ssize_t decay = 0;
+  size_t size = sizeof(decay);
+  if (mallctl("opt.dirty_decay_ms", &decay, &size, nullptr, 0) == 0 && decay < 0) {
+    return std::make_unique<JemallocIdlePurge>();
+  }
+#endif
+  return std::make_unique<NoIdlePurge>();
 }
 
 }  // namespace weft

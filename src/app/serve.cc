@@ -182,6 +182,7 @@ int RunServe(const ServeOptions& options) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  const std::unique_ptr<IdleMemoryPurge> memory_purge = IdleMemoryPurge::Start();
   const rlim_t descriptors = RaiseDescriptorLimit();
   const size_t max_connections =
       options.max_connections > 0 ? options.max_connections : DerivedConnectionLimit(descriptors);

@@ -354,7 +354,10 @@ class ExplicitModeTest(unittest.TestCase):
         s = self.server
         request = infer_request("slow", {"INPUT0": np.ones((1, 1), np.float32)})
         futures = [s.stub.ModelInfer.future(request, timeout=SLACK) for _ in range(4)]
-        wait_for(lambda: s.metric("weft_queue_depth", model="slow") >= 2, "requests to queue")
+        # All four must have arrived before the unload, or a late one is refused as "unloading" (which is right): one
+        # runs (300 ms), the others queue or have been answered.
+        wait_for(lambda: s.metric("weft_queue_depth", model="slow") +
+                 s.metric("weft_inference_request_success_total", model="slow") >= 3, "requests to queue")
         s.stub.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name="slow"), timeout=RPC_TIMEOUT)
         for f in futures:
             self.assertEqual(f.result().model_name, "slow")  # each queued request answered, not failed
