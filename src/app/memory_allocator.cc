@@ -34,6 +34,19 @@ const char* malloc_conf = "oversize_threshold:0,dirty_decay_ms:-1,muzzy_decay_ms
 
 namespace weft {
 
+#ifdef WEFT_JEMALLOC
+namespace {
+
+// True when jemalloc's own purge is off, as malloc_conf asks unless MALLOC_CONF turned it back on.
+bool JemallocDecayIsOff() {
+  ssize_t decay = 0;
+  size_t size = sizeof(decay);
+  return mallctl("opt.dirty_decay_ms", &decay, &size, nullptr, 0) == 0 && decay < 0;
+}
+
+}  // namespace
+#endif
+
 std::string MemoryAllocatorName() {
 #ifdef WEFT_JEMALLOC
   std::string name = "jemalloc";
@@ -45,11 +58,7 @@ std::string MemoryAllocatorName() {
   size = sizeof(oversize);
   if (mallctl("opt.oversize_threshold", &oversize, &size, nullptr, 0) == 0) {
     name += oversize == 0 ? " (no oversize arena" : " (oversize arena from " + std::to_string(oversize) + " bytes";
-    ssize_t decay = 0;
-    size = sizeof(decay);
-    if (mallctl("opt.dirty_decay_ms", &decay, &size, nullptr, 0) == 0) {
-      name += decay < 0 ? ", freed pages given back when idle" : ", jemalloc's decay purge";
-    }
+    name += JemallocDecayIsOff() ? ", freed pages given back when idle" : ", jemalloc's decay purge";
     name += ")";
   }
   return name;
@@ -66,28 +75,40 @@ constexpr size_t kMostDirtyBytes = size_t{1} << 30;
 constexpr std::chrono::seconds kQuiet{10};
 constexpr std::chrono::seconds kLookEvery{1};
 
-std::string AllArenas(const char* what) { return "arena." + std::to_string(MALLCTL_ARENAS_ALL) + "." + what; }
-std::string AllArenaStats(const char* what) {
-  return "stats.arenas." + std::to_string(MALLCTL_ARENAS_ALL) + "." + what;
+// "arena.4096.purge", "stats.arenas.4096.pdirty": a mallctl name that covers every arena.
+std::string AllArenas(const char* prefix, const char* what) {
+  return std::string(prefix) + "." + std::to_string(MALLCTL_ARENAS_ALL) + "." + what;
 }
 
-// False when jemalloc cannot say (built without statistics).
-bool ReadActivity(AllocatorActivity* activity) {
-  uint64_t epoch = 1;
-  if (mallctl("epoch", nullptr, nullptr, &epoch, sizeof(epoch)) != 0) return false;
-  uint64_t large = 0;
-  size_t size = sizeof(large);
-  if (mallctl(AllArenaStats("large.nmalloc").c_str(), &large, &size, nullptr, 0) != 0) return false;
-  size_t dirty_pages = 0;
-  size = sizeof(dirty_pages);
-  if (mallctl(AllArenaStats("pdirty").c_str(), &dirty_pages, &size, nullptr, 0) != 0) return false;
-  size_t page = 0;
-  size = sizeof(page);
-  if (mallctl("arenas.page", &page, &size, nullptr, 0) != 0) return false;
-  activity->large_allocations = large;
-  activity->dirty_bytes = dirty_pages * page;
-  return true;
-}
+// The statistics IdlePurgePolicy looks at, read through names built once.
+class ActivityReader {
+ public:
+  // False when jemalloc cannot say (built without statistics).
+  bool Read(AllocatorActivity* activity) const {
+    uint64_t epoch = 1;
+    if (page_ == 0 || mallctl("epoch", nullptr, nullptr, &epoch, sizeof(epoch)) != 0) return false;
+    uint64_t large = 0;
+    size_t size = sizeof(large);
+    if (mallctl(large_allocations_.c_str(), &large, &size, nullptr, 0) != 0) return false;
+    size_t dirty_pages = 0;
+    size = sizeof(dirty_pages);
+    if (mallctl(dirty_pages_.c_str(), &dirty_pages, &size, nullptr, 0) != 0) return false;
+    activity->large_allocations = large;
+    activity->dirty_bytes = dirty_pages * page_;
+    return true;
+  }
+
+ private:
+  static size_t PageSize() {
+    size_t page = 0;
+    size_t size = sizeof(page);
+    return mallctl("arenas.page", &page, &size, nullptr, 0) == 0 ? page : 0;
+  }
+
+  const std::string large_allocations_ = AllArenas("stats.arenas", "large.nmalloc");
+  const std::string dirty_pages_ = AllArenas("stats.arenas", "pdirty");
+  const size_t page_ = PageSize();
+};
 
 class JemallocIdlePurge final : public IdleMemoryPurge {
  public:
@@ -100,16 +121,17 @@ class JemallocIdlePurge final : public IdleMemoryPurge {
  private:
   void Run(std::stop_token stop) {
     IdlePurgePolicy policy(kQuiet, kLeastDirtyBytes, kMostDirtyBytes);
-    const std::string purge = AllArenas("purge");
+    const ActivityReader reader;
+    const std::string purge = AllArenas("arena", "purge");
     std::mutex mu;
     std::condition_variable_any wake;
     std::unique_lock lock(mu);
     bool blind = false;
     for (;;) {
-      wake.wait_for(lock, stop, blind ? std::chrono::seconds(kQuiet) : kLookEvery, [] { return false; });
+      wake.wait_for(lock, stop, blind ? kQuiet : kLookEvery, [] { return false; });
       if (stop.stop_requested()) return;
       AllocatorActivity activity;
-      if (!blind && !ReadActivity(&activity)) {
+      if (!blind && !reader.Read(&activity)) {
         // Without statistics the pages still have to go back: every quiet period, busy or not.
         WEFT_LOG(Warning) << "jemalloc gives no statistics: freed memory is purged every " << kQuiet.count() << " s";
         blind = true;
@@ -130,11 +152,7 @@ class NoIdlePurge final : public IdleMemoryPurge {};
 
 std::unique_ptr<IdleMemoryPurge> IdleMemoryPurge::Start() {
 #ifdef WEFT_JEMALLOC
-  ssize_t decay = 0;
-  size_t size = sizeof(decay);
-  if (mallctl("opt.dirty_decay_ms", &decay, &size, nullptr, 0) == 0 && decay < 0) {
-    return std::make_unique<JemallocIdlePurge>();
-  }
+  if (JemallocDecayIsOff()) return std::make_unique<JemallocIdlePurge>();
 #endif
   return std::make_unique<NoIdlePurge>();
 }

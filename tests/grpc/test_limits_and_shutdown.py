@@ -59,10 +59,27 @@ def get(server, path):
         conn.close()
 
 
-def cpu_seconds(pid):
+def stat_fields(pid):
+    """/proc/<pid>/stat after the command name: fields[0] is the state (field 3 of proc(5))."""
     with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(pid):
+    fields = stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def minor_faults(pid):
+    return int(stat_fields(pid)[7])
+
+
+def resident_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
 
 
 def eventually(condition, timeout=SLACK):
@@ -329,20 +346,6 @@ class LimitsTest(unittest.TestCase):
         self.assertLess(len(server.log), 100, "".join(server.log[-20:]))
         server.send_signal(signal.SIGTERM)
         self.assertEqual(server.wait(SLACK), 0)
-
-
-
-def resident_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
-def minor_faults(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[7])
 
 
 class MemoryTest(unittest.TestCase):
