@@ -1,7 +1,9 @@
 // The TorchScript backend on a GPU, through the multiplexer's CUDA streams: the results equal the CPU's, and
 // outputs that the stream fills asynchronously are complete when the completion fires. Skips where libtorch has no
 // CUDA or there is no GPU; ctest label `gpu`.
+#include <ftw.h>
 #include <gtest/gtest.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <torch/script.h>
 
@@ -60,6 +62,15 @@ double RelativeError(const Tensor& a, const Tensor& b) {
   return std::sqrt(diff / norm);
 }
 
+// Not std::filesystem::remove_all: libtorch's pip wheels since 2.5 export their own static copy of libstdc++'s
+// std::filesystem (pytorch/pytorch#133437), and on the GPU machine (torch 2.11, Ubuntu 24.04) remove_all called
+// through a null pointer in every test's TearDown. directory_iterator, which the repository uses, worked there.
+void RemoveTree(const std::filesystem::path& dir) {
+  nftw(
+      dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return remove(path); }, 16,
+      FTW_DEPTH | FTW_PHYS);
+}
+
 class TorchScriptCudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -85,7 +96,7 @@ class TorchScriptCudaTest : public ::testing::Test {
     device_ = std::move(device).value();
   }
   void TearDown() override {
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    if (!dir_.empty()) RemoveTree(dir_);
   }
 
   std::unique_ptr<ModelInstance> Load(InstanceKind kind) {
