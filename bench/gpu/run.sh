@@ -87,7 +87,7 @@ BENCH=$BUILD/bench/gpu/weft_gpu_bench
 
 if [ "$GPU_TESTS" = 1 ]; then
   say "gpu tests"
-  targets=(device_cuda_test multiplexer_cuda_test)
+  targets=(device_cuda_test multiplexer_cuda_test gpu_metrics_nvml_test)
   [ "$STAND_IN" != 1 ] && targets+=(torchscript_cuda_test)
   # A test that fails to build or pass is reported and the benchmark still runs.
   if ninja -C "$BUILD" -j"$JOBS" "${targets[@]}" > "$WORK/build_tests.log" 2>&1; then

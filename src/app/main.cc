@@ -181,6 +181,16 @@ int main(int argc, char** argv) {
                    "Export Triton's per-model families (nv_inference_*) on /metrics beside weft's own, for Triton's "
                    "dashboards and alerts (true or false)")
       ->capture_default_str();
+  serve_cmd
+      ->add_option("--allow-gpu-metrics", serve.allow_gpu_metrics,
+                   "Export Triton's GPU families (nv_gpu_utilization, nv_gpu_memory_*, nv_gpu_power_*, "
+                   "nv_energy_consumption) from NVML where a driver is; they follow --triton-metrics (true or false)")
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--metrics-interval-ms", serve.metrics_interval_ms,
+                   "How often the GPU families are read from NVML, in milliseconds")
+      ->check(CLI::Range(10, 3600000))
+      ->capture_default_str();
   serve_cmd->add_option("--metrics-config", serve.metrics_config,
                         "Triton's metrics settings, <name>=<value>, repeatable: summary_latencies=true adds "
                         "latency summaries (nv_inference_*_summary_us), summary_quantiles=0.5:0.05,0.99:0.001 sets "

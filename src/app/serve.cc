@@ -26,6 +26,7 @@
 #include "frontend/http/metrics_service.h"
 #include "frontend/shm/shared_memory.h"
 #include "lifecycle/live_repository.h"
+#include "metrics/gpu_metrics.h"
 #include "metrics/metrics.h"
 #include "metrics/metrics_config.h"
 #include "repository/pbtxt/config_pbtxt.h"
@@ -236,6 +237,17 @@ int RunServe(const ServeOptions& options) {
   WEFT_LOG(Info) << "device: " << (*device)->Describe();
   MetricsRegistry metrics;  // the device outlives the engine: declared before it
   metrics.SetLatencySummaries(*latency_summaries);
+  std::unique_ptr<GpuMetricsPoller> gpu_metrics;  // reads into `metrics`, so declared after it
+  if (options.triton_metrics && options.allow_gpu_metrics) {
+    Result<std::unique_ptr<GpuSource>> nvml = OpenNvml();
+    if (nvml.ok()) {
+      gpu_metrics = std::make_unique<GpuMetricsPoller>(std::move(nvml).value(), &metrics,
+                                                       std::chrono::milliseconds(options.metrics_interval_ms));
+      WEFT_LOG(Info) << "GPU metrics (nv_gpu_*) from NVML every " << options.metrics_interval_ms << " ms";
+    } else {
+      WEFT_LOG(Info) << "no GPU metrics: " << nvml.status().message();
+    }
+  }
   // Outlives the engine and the frontends (the requests' traces hold its core, not it).
   Tracer tracer(*trace_settings, &metrics);
   // Outlives the frontends, which ask it about every request.

@@ -15,6 +15,8 @@ struct ServeOptions {
   uint16_t metrics_port = 8002;
   bool triton_metrics = true;               // Triton's nv_* families on /metrics beside weft's own
   std::vector<std::string> metrics_config;  // Triton's --metrics-config settings (metrics/metrics_config.h)
+  bool allow_gpu_metrics = true;            // Triton's nv_gpu_* families from NVML, where a driver is
+  int metrics_interval_ms = 2000;           // how often the GPU families are read, as Triton's flag
   std::vector<std::string> trace_config;    // Triton's --trace-config settings (trace/trace_settings.h)
   int http_threads = 2;
   size_t max_request_body_bytes = 64ull << 20;
