@@ -419,10 +419,23 @@ TEST_F(LiveRepositoryTest, UnloadLetsQueuedRequestsFinish) {
   Start(ModelControlMode::kExplicit, {.startup_models = {"slow"}});
   std::vector<std::future<Answer>> answers;
   for (int i = 0; i < 4; ++i) answers.push_back(std::async(std::launch::async, [&] { return Infer("slow"); }));
+  // At least two were admitted. A client that had not sent yet (its thread starts when it starts) and sends after
+  // the unload is refused like any new request.
   ASSERT_TRUE(WaitFor([&] { return Metric("weft_queue_depth{model=\"slow\",version=\"1\",level=\"1\"}") >= 2; }));
   ASSERT_TRUE(Unload("slow").ok());
   EXPECT_EQ(Infer("slow").status.code(), StatusCode::kUnavailable);  // unloading: no new requests
-  for (auto& a : answers) EXPECT_TRUE(a.get().status.ok());
+  int answered = 0;
+  for (auto& a : answers) {
+    Status status = a.get().status;
+    if (status.ok()) {
+      ++answered;
+    } else {
+      // Refused while unloading, or unknown once unloaded.
+      EXPECT_TRUE(status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kNotFound)
+          << status.ToString();
+    }
+  }
+  EXPECT_GE(answered, 2);  // at least the two seen queued
   ASSERT_TRUE(WaitFor([&] { return Infer("slow").status.code() == StatusCode::kNotFound; }));
 }
 
