@@ -117,17 +117,18 @@ void GpuMetrics::SetGauge(const char* name, const char* help, const std::string&
 
 void GpuMetrics::Update(const std::vector<GpuReading>& readings) {
   for (const GpuReading& r : readings) {
-    SetGauge("nv_gpu_utilization", "GPU utilization rate [0.0 - 1.0)", r.uuid, r.utilization);
-    SetGauge("nv_gpu_memory_total_bytes", "GPU total memory, in bytes", r.uuid, r.memory_total_bytes);
-    SetGauge("nv_gpu_memory_used_bytes", "GPU used memory, in bytes", r.uuid, r.memory_used_bytes);
-    SetGauge("nv_gpu_power_usage", "GPU power usage in watts", r.uuid, r.power_watts);
-    SetGauge("nv_gpu_power_limit", "GPU power management limit in watts", r.uuid, r.power_limit_watts);
+    SetGauge("nv_gpu_utilization", "Share of NVML's last sample period in which a kernel ran, 0 to 1", r.uuid,
+             r.utilization);
+    SetGauge("nv_gpu_memory_total_bytes", "Memory of the GPU, bytes", r.uuid, r.memory_total_bytes);
+    SetGauge("nv_gpu_memory_used_bytes", "Memory in use on the GPU by every process, bytes", r.uuid,
+             r.memory_used_bytes);
+    SetGauge("nv_gpu_power_usage", "Power drawn by the GPU, watts", r.uuid, r.power_watts);
+    SetGauge("nv_gpu_power_limit", "Enforced power limit of the GPU, watts", r.uuid, r.power_limit_watts);
     if (!r.energy_joules) continue;
     Series& series = series_[r.uuid];
     if (series.energy == nullptr) {
-      series.energy = registry_->GetCounter("nv_energy_consumption",
-                                            "GPU energy consumption in joules since the Triton Server started",
-                                            {{"gpu_uuid", r.uuid}});
+      series.energy = registry_->GetCounter(
+          "nv_energy_consumption", "Energy used by the GPU since weft started, joules", {{"gpu_uuid", r.uuid}});
     }
     // NVML's total restarts when the driver reloads: a smaller reading is a new baseline, never a negative step.
     if (series.last_energy_joules && *r.energy_joules > *series.last_energy_joules) {
