@@ -5,7 +5,7 @@
 # Prints throughput and p50/p99 per cell, then what shared memory gains over sending 16 MB in the request.
 # Report: bench/results/protocol_overhead_<time>.md.
 #
-#   bash bench/protocol_overhead.sh                          # 16 cells x (DURATION + WARMUP) s, about 2 minutes
+#   bash bench/protocol_overhead.sh                          # 16 cells x (DURATION + WARMUP) s, about 2.5 minutes
 #   WEFT=build-x/src/app/weft DURATION=10 CONCS="1 16" bash bench/protocol_overhead.sh
 #
 # Needs a release build (tools/build.sh release). Only 127.0.0.1 is contacted; every step is bounded in time.
@@ -14,6 +14,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WEFT=${WEFT:-$ROOT/build/release/src/app/weft}
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
+# The 16 MB cells warm up longer: sixteen 16 MB requests in flight touch 1.7 GiB the first time, and a 1 s warm-up
+# measured that first touch (gRPC at 16 connections: 19-32 req/s over 5 s after 1 s, 64-67 after 5 s; 2026-12-04).
+LARGE_WARMUP=${LARGE_WARMUP:-5}
 CONCS=${CONCS:-"1 16"}
 PORT=${PORT:-18800}
 OUT=$ROOT/bench/results
@@ -38,9 +41,11 @@ for elements in 1 4194304; do
   for entry in "${TRANSPORTS[@]}"; do
     name=${entry%%:*}
     read -r -a flags <<< "${entry#*:}"
+    warmup=$WARMUP
+    [ "$elements" -gt 1 ] && warmup=$LARGE_WARMUP
     for c in $CONCS; do
-      timeout $((DURATION + WARMUP + 60)) "$WEFT" bench --model identity --shape "INPUT0:$elements" "${flags[@]}" \
-        --concurrency "$c" --duration "$DURATION" --warmup "$WARMUP" --json -q \
+      timeout $((DURATION + warmup + 60)) "$WEFT" bench --model identity --shape "INPUT0:$elements" "${flags[@]}" \
+        --concurrency "$c" --duration "$DURATION" --warmup "$warmup" --json -q \
         > "$WORK/$elements.$name.$c.json" 2> "$WORK/$elements.$name.$c.err" ||
         echo "weft bench failed: $name, $elements elements, concurrency $c: $(cat "$WORK/$elements.$name.$c.err")" >&2
     done
