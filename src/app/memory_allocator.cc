@@ -1,15 +1,14 @@
 #include "app/memory_allocator.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <stop_token>
 #include <string>
 #include <thread>
 
 #include "base/idle_purge_policy.h"
 #include "base/log.h"
+#include "base/stoppable_sleep.h"
 #include "base/thread_name.h"
 
 #ifdef WEFT_JEMALLOC
@@ -123,13 +122,8 @@ class JemallocIdlePurge final : public IdleMemoryPurge {
     IdlePurgePolicy policy(kQuiet, kLeastDirtyBytes, kMostDirtyBytes);
     const ActivityReader reader;
     const std::string purge = AllArenas("arena", "purge");
-    std::mutex mu;
-    std::condition_variable_any wake;
-    std::unique_lock lock(mu);
     bool blind = false;
-    for (;;) {
-      wake.wait_for(lock, stop, blind ? kQuiet : kLookEvery, [] { return false; });
-      if (stop.stop_requested()) return;
+    while (SleepUnlessStopped(stop, blind ? kQuiet : kLookEvery)) {
       AllocatorActivity activity;
       if (!blind && !reader.Read(&activity)) {
         // Without statistics the pages still have to go back: every quiet period, busy or not.

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -17,6 +16,7 @@
 #include "auth/credentials.h"
 #include "auth/rate_limiter.h"
 #include "base/log.h"
+#include "base/stoppable_sleep.h"
 #include "base/thread_name.h"
 
 namespace weft {
@@ -167,8 +167,6 @@ struct Gatekeeper::State {
   TokenBucket audit_bucket;
   uint64_t audit_suppressed_since_last = 0;
 
-  std::mutex stop_mu;
-  std::condition_variable_any stop_cv;
   std::jthread reload_thread;
 
   State(GatekeeperOptions o, MetricsRegistry* m, const Clock* c)
@@ -237,14 +235,7 @@ struct Gatekeeper::State {
   }
 
   void RunReloads(const std::stop_token& stop) {
-    std::unique_lock lock(stop_mu);
-    while (!stop.stop_requested()) {
-      stop_cv.wait_for(lock, stop, options.reload_interval, [] { return false; });
-      if (stop.stop_requested()) break;
-      lock.unlock();
-      (void)Reload(/*at_start=*/false);
-      lock.lock();
-    }
+    while (SleepUnlessStopped(stop, options.reload_interval)) (void)Reload(/*at_start=*/false);
   }
 
   void CountRateLimited(std::string_view identity) {

@@ -3,10 +3,9 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 
+#include "base/stoppable_sleep.h"
 #include "base/thread_name.h"
 
 namespace weft {
@@ -143,13 +142,9 @@ GpuMetricsPoller::GpuMetricsPoller(std::unique_ptr<GpuSource> source, MetricsReg
     : source_(std::move(source)), metrics_(registry) {
   thread_ = std::jthread([this, interval](std::stop_token stop) {
     SetCurrentThreadName("gpu-metrics");
-    std::mutex mu;
-    std::condition_variable_any wake;
-    while (!stop.stop_requested()) {
+    do {
       metrics_.Update(source_->Read());
-      std::unique_lock lock(mu);
-      wake.wait_for(lock, stop, interval, [] { return false; });
-    }
+    } while (SleepUnlessStopped(stop, interval));
   });
 }
 

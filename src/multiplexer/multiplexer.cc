@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/log.h"
+#include "base/stoppable_sleep.h"
 #include "base/thread_name.h"
 
 namespace weft {
@@ -478,12 +479,7 @@ double Multiplexer::ModelBusyFraction(const std::string& model, int64_t version,
 }
 
 void Multiplexer::RefreshMetrics(std::stop_token stop) {
-  std::mutex sleep_mu;
-  std::condition_variable_any sleep;
-  std::unique_lock sleep_lock(sleep_mu);
-  while (true) {
-    sleep.wait_for(sleep_lock, stop, options_.metrics_window / 2, [] { return false; });
-    if (stop.stop_requested()) return;
+  while (SleepUnlessStopped(stop, options_.metrics_window / 2)) {
     const SteadyTime now = std::chrono::steady_clock::now();
     const SteadyTime from = now - options_.metrics_window;
     std::lock_guard lock(mu_);
