@@ -187,7 +187,11 @@ class RolloutTest(unittest.TestCase):
                 text = f.read()
             with open(path, "w") as f:
                 f.write(text + "version_policy: { specific: { versions: [ 1 ] } }\n")
-        cls.server = WeftServer(cls.root, ["--model-control-mode", "watch", "--repository-settle-secs", "0.2"]).start()
+        # A stream per instance: versions that share a device stream run one after the other, so a primary whose
+        # instance landed on the slow candidate's stream waited out one of its executions now and then (one CI run:
+        # the primary's p99 30.0 ms against the candidate's 39.0), and the canary compared the candidate with itself.
+        cls.server = WeftServer(cls.root, ["--model-control-mode", "watch", "--repository-settle-secs", "0.2",
+                                           "--streams-per-class", "16"]).start()
 
     @classmethod
     def tearDownClass(cls):
