@@ -295,6 +295,12 @@ def shm_seeds():
     shm("fp32_input_and_output", {"key": key, "offset": 0, "byte_size": 256},
         {"inputs": [shm_tensor("x", "FP32", [4], offset=16, byte_size=16, region="r")],
          "outputs": [shm_tensor("y", offset=128, byte_size=64, region="r")]}, values)
+    cuda_handle = base64.b64encode(bytes(range(64))).decode()
+    shm("cuda_fp32_input_and_output", {"raw_handle": {"b64": cuda_handle}, "device_id": 0, "byte_size": 256},
+        {"inputs": [shm_tensor("x", "FP32", [4], offset=16, byte_size=16, region="r")],
+         "outputs": [shm_tensor("y", offset=128, byte_size=64, region="r")]}, values)
+    shm("cuda_bytes_input", {"raw_handle": {"b64": cuda_handle}, "device_id": 0, "byte_size": 64},
+        {"inputs": [shm_tensor("s", "BYTES", [1], offset=0, byte_size=8, region="r")]}, bytes_elements(b"weft"))
     shm("offset_window", {"key": key[1:], "offset": 100, "byte_size": 28},
         {"inputs": [shm_tensor("x", "UINT8", [2, 2], offset=3, byte_size=4, region="r")]}, bytes(range(128)))
     elements = bytes_elements(b"ab", b"", b"weft\x00\xff")
@@ -607,7 +613,8 @@ def write_dict(name, comment, words):
 
 def dictionaries():
     write_dict("json.dict", "http_infer_request_fuzz, shared_memory_registration_fuzz, repository_request_fuzz: JSON.",
-               ['"%s"' % w for w in REQUEST_WORDS + ["key", "offset", "byte_size"] + ROLLOUT_WORDS]
+               ['"%s"' % w for w in REQUEST_WORDS + ["key", "offset", "byte_size", "raw_handle", "b64", "device_id"]
+                                 + ROLLOUT_WORDS]
                + ['"/weft_fuzz_shm"', '"weft_fuzz_shm"', '"r"', "\n", "binary\n"] + [m + "\n" for m in MODELS]
                + NUMBERS + ["true", "false", "null", "[]", "{}", "[[", "]]", '":', '":{', '":[', '","', "\\u0000",
                             "\x04\x00\x00\x00"]

@@ -111,11 +111,6 @@ class HealthAndMetadataTest(unittest.TestCase):
         self.assertEqual(next(watch).status, serving)
         watch.cancel()
 
-    def test_unimplemented_extensions(self):
-        with self.assertRaises(grpc.RpcError) as e:
-            server.stub.CudaSharedMemoryStatus(pb.CudaSharedMemoryStatusRequest(), timeout=RPC_TIMEOUT)
-        self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
-
     def test_trace_settings_are_read_and_refused_when_bad(self):
         reply = server.stub.TraceSetting(pb.TraceSettingRequest(), timeout=RPC_TIMEOUT)
         self.assertEqual(list(reply.settings["trace_level"].value), ["OFF"])

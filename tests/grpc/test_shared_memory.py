@@ -1,6 +1,7 @@
 """The system shared memory extension over gRPC and HTTP, against the real `weft serve`. Regions are POSIX shared
 memory objects made here with multiprocessing.shared_memory, as a client process would make them."""
 
+import base64
 import json
 import os
 import subprocess
@@ -415,6 +416,71 @@ class BenchTest(unittest.TestCase):
         self.assertEqual([n for n in os.listdir("/dev/shm") if n.startswith(ours)], [])
 
 
+class CudaSharedMemoryTest(unittest.TestCase):
+    """The CUDA shared memory routes and RPCs where there is no GPU: the status calls answer no regions, a
+    registration says why it cannot be done, and malformed ones are still told what is wrong. With a GPU, the real
+    handles are tested by cuda_ipc_test and bench/gpu/session.sh."""
+
+    HANDLE = base64.b64encode(bytes(range(64))).decode()
+
+    def setUp(self):
+        metadata = server.stub.ServerMetadata(pb.ServerMetadataRequest(), timeout=RPC_TIMEOUT)
+        if "cuda_shared_memory" in metadata.extensions:
+            self.skipTest("this machine has a GPU")
+
+    def test_http_without_a_gpu(self):
+        self.assertEqual(server.http("GET", "/v2/cudasharedmemory/status"), (200, []))
+        status, reply = server.http("POST", "/v2/cudasharedmemory/region/gpu/register",
+                                    {"raw_handle": {"b64": self.HANDLE}, "device_id": 0, "byte_size": 64})
+        self.assertEqual(status, 501, reply)
+        self.assertIn("needs a GPU", reply["error"])
+        for body, words in (({"raw_handle": {"b64": "YWJj"}, "device_id": 0, "byte_size": 64}, "64 bytes"),
+                            ({"raw_handle": {"b64": "not base64!"}, "device_id": 0, "byte_size": 64}, "base64"),
+                            ({"raw_handle": self.HANDLE, "device_id": 0, "byte_size": 64}, "raw_handle"),
+                            ({"raw_handle": {"b64": self.HANDLE}, "byte_size": 64}, "device_id"),
+                            ({"raw_handle": {"b64": self.HANDLE}, "device_id": -1, "byte_size": 64}, "device_id"),
+                            ({"raw_handle": {"b64": self.HANDLE}, "device_id": 0, "byte_size": 0}, "byte_size")):
+            with self.subTest(body=body):
+                status, reply = server.http("POST", "/v2/cudasharedmemory/region/gpu/register", body)
+                self.assertEqual(status, 400, reply)
+                self.assertIn(words, reply["error"])
+        self.assertEqual(server.http("GET", "/v2/cudasharedmemory/region/gpu/status")[0], 404)
+        self.assertEqual(server.http("GET", "/v2/cudasharedmemory/region/gpu/register")[0], 405)
+        self.assertEqual(server.http("POST", "/v2/cudasharedmemory/region/gpu/unregister"), (200, {}))
+        self.assertEqual(server.http("POST", "/v2/cudasharedmemory/unregister"), (200, {}))
+
+    def test_grpc_without_a_gpu(self):
+        status = server.stub.CudaSharedMemoryStatus(pb.CudaSharedMemoryStatusRequest(), timeout=RPC_TIMEOUT)
+        self.assertEqual(len(status.regions), 0)
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.CudaSharedMemoryRegister(pb.CudaSharedMemoryRegisterRequest(
+                name="gpu", raw_handle=bytes(range(64)), device_id=0, byte_size=64), timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        self.assertIn("needs a GPU", e.exception.details())
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.CudaSharedMemoryRegister(pb.CudaSharedMemoryRegisterRequest(
+                name="gpu", raw_handle=b"short", device_id=0, byte_size=64), timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        with self.assertRaises(grpc.RpcError) as e:
+            server.stub.CudaSharedMemoryStatus(pb.CudaSharedMemoryStatusRequest(name="gpu"), timeout=RPC_TIMEOUT)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+        server.stub.CudaSharedMemoryUnregister(pb.CudaSharedMemoryUnregisterRequest(name="gpu"), timeout=RPC_TIMEOUT)
+
+    def test_system_regions_are_not_cuda_regions(self):
+        region = Shm(256)
+        try:
+            self.assertEqual(server.http("POST", "/v2/systemsharedmemory/region/host/register",
+                                         {"key": region.key, "byte_size": 64})[0], 200)
+            self.assertEqual(server.http("GET", "/v2/cudasharedmemory/status"), (200, []))
+            self.assertEqual(server.http("GET", "/v2/cudasharedmemory/region/host/status")[0], 404)
+            # Unregistering CUDA regions leaves system ones alone.
+            self.assertEqual(server.http("POST", "/v2/cudasharedmemory/unregister")[0], 200)
+            self.assertEqual(len(server.http("GET", "/v2/systemsharedmemory/region/host/status")[1]), 1)
+        finally:
+            server.http("POST", "/v2/systemsharedmemory/region/host/unregister")
+            region.close()
+
+
 class SharedMemoryOffTest(unittest.TestCase):
     """Without --allow-shared-memory the extension is absent over both protocols."""
 
@@ -441,8 +507,11 @@ class SharedMemoryOffTest(unittest.TestCase):
             status, _ = self.off.http("POST", "/v2/systemsharedmemory/region/r/register",
                                       {"key": region.key, "byte_size": 64})
             self.assertEqual(status, 501)
+            status, _ = self.off.http("GET", "/v2/cudasharedmemory/status")
+            self.assertEqual(status, 501)
             metadata = self.off.stub.ServerMetadata(pb.ServerMetadataRequest(), timeout=RPC_TIMEOUT)
             self.assertNotIn("system_shared_memory", metadata.extensions)
+            self.assertNotIn("cuda_shared_memory", metadata.extensions)
         finally:
             region.close()
 

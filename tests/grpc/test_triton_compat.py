@@ -321,13 +321,15 @@ class LoggingTest(unittest.TestCase):
 
 
 class CudaSharedMemoryTest(unittest.TestCase):
-    def test_both_protocols_say_it_is_not_supported(self):
+    """Off unless --allow-shared-memory, like system shared memory (test_shared_memory.py has it on)."""
+
+    def test_both_protocols_say_it_is_not_enabled(self):
         for method, path, body in (("GET", "/v2/cudasharedmemory/status", None),
                                    ("POST", "/v2/cudasharedmemory/region/r/register",
                                     {"raw_handle": {"b64": ""}, "device_id": 0, "byte_size": 16})):
             status, reply = server.http(method, path, body)
             self.assertEqual(status, 501, path)
-            self.assertIn("CUDA shared memory is not supported", reply["error"])
+            self.assertIn("--allow-shared-memory", reply["error"])
         with self.assertRaises(grpc.RpcError) as e:
             server.stub.CudaSharedMemoryStatus(pb.CudaSharedMemoryStatusRequest(), timeout=RPC_TIMEOUT)
         self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)

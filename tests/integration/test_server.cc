@@ -56,7 +56,12 @@ Result<std::unique_ptr<TestServer>> TestServer::Start(TestServerOptions options)
   Engine::Options engine;
   engine.max_queue_per_model = options.max_queue_per_model;
   server->engine_ = std::make_unique<Engine>(std::move(entries), engine, &server->metrics_);
-  server->inference_ = std::make_unique<InferenceService>(server->engine_.get(), &server->metrics_);
+  InferenceService::Options inference;
+  if (options.allow_shared_memory) {
+    server->shared_memory_ = std::make_unique<SharedMemoryRegistry>();
+    inference.shared_memory = server->shared_memory_.get();
+  }
+  server->inference_ = std::make_unique<InferenceService>(server->engine_.get(), &server->metrics_, inference);
   server->metrics_service_ = std::make_unique<MetricsService>(&server->metrics_);
 
   HttpServer::Options http;

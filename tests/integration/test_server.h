@@ -12,6 +12,7 @@
 #include "frontend/http/http_server.h"
 #include "frontend/http/inference_service.h"
 #include "frontend/http/metrics_service.h"
+#include "frontend/shm/shared_memory.h"
 #include "metrics/metrics.h"
 #include "model/backend.h"
 
@@ -32,6 +33,8 @@ struct TestServerOptions {
   // HttpServer::Options of the inference port.
   size_t max_connections = 0;
   size_t max_unsent_response_bytes = size_t{1} << 30;
+  // The shared memory extensions (weft serve --allow-shared-memory).
+  bool allow_shared_memory = false;
 };
 
 // The whole server in-process, as the weft binary wires it: BackendRegistry -> LoadRepository (config.pbtxt) ->
@@ -57,6 +60,7 @@ class TestServer {
   std::filesystem::path repository_;
   BackendRegistry backends_;
   MetricsRegistry metrics_;
+  std::unique_ptr<SharedMemoryRegistry> shared_memory_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<InferenceService> inference_;
   std::unique_ptr<MetricsService> metrics_service_;

@@ -14,6 +14,7 @@
 
 #include "base/log.h"
 #include "device/completion_loop.h"
+#include "device/cuda/cuda_status.h"
 #include "device/host_pool.h"
 
 namespace weft {
@@ -27,18 +28,6 @@ namespace {
 // How often the mapping from GPU event times to the host clock is renewed. Event times are differences in float
 // milliseconds from the anchor: within 10 s that keeps about a microsecond of precision.
 constexpr auto kReanchorEvery = std::chrono::seconds(5);
-
-Status CudaError(cudaError_t error, const std::string& what) {
-  return Internal(what + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")");
-}
-
-#define WEFT_CUDA_RETURN_IF_ERROR(expr, what)     \
-  do {                                            \
-    cudaError_t weft_cuda_error_ = (expr);        \
-    if (weft_cuda_error_ != cudaSuccess) {        \
-      return CudaError(weft_cuda_error_, (what)); \
-    }                                             \
-  } while (0)
 
 Status RunSafely(const std::function<Status(const NativeStream&)>& run, const NativeStream& native) {
   try {

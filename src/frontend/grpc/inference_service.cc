@@ -69,7 +69,9 @@ class RefusedStream final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
 Status RepositoryOff() { return Unimplemented("the model repository extension is not enabled on this server"); }
 
 Status SharedMemoryOff() {
-  return Unimplemented("system shared memory is not enabled on this server (weft serve --allow-shared-memory)");
+  return Unimplemented(
+      "shared memory (system and CUDA) is not enabled on this server (weft serve "
+      "--allow-shared-memory)");
 }
 
 }  // namespace
@@ -139,6 +141,7 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ServerMetadata(Context* c, 
   for (const char* e : {"classification", "logging", "model_configuration", "parameters", "statistics", "trace"})
     r->add_extensions(e);
   if (shared_memory_) r->add_extensions("system_shared_memory");
+  if (shared_memory_ && SharedMemoryRegistry::CudaAvailable()) r->add_extensions("cuda_shared_memory");
   if (repository_) {
     r->add_extensions("model_repository");
     r->add_extensions("model_repository(unload_dependents)");
@@ -355,32 +358,56 @@ GrpcInferenceService::Reactor* GrpcInferenceService::RepositoryModelUnload(Conte
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::CudaSharedMemoryStatus(Context* c,
-                                                                            const CudaSharedMemoryStatusRequest*,
-                                                                            CudaSharedMemoryStatusResponse*) {
+                                                                            const CudaSharedMemoryStatusRequest* q,
+                                                                            CudaSharedMemoryStatusResponse* r) {
   if (Reactor* refused =
           Refuse(c, GrpcEndpoint::kSharedMemory, Permission::kSharedMemory, {}, "CudaSharedMemoryStatus")) {
     return refused;
   }
-  return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("CUDA shared memory is not supported"));
+  if (!shared_memory_) return Answer(c, GrpcEndpoint::kSharedMemory, SharedMemoryOff());
+  auto regions = shared_memory_->CudaRegions(q->name());
+  if (!regions.ok()) return Answer(c, GrpcEndpoint::kSharedMemory, regions.status());
+  for (const CudaSharedMemoryRegionStatus& region : *regions) {
+    auto& status = (*r->mutable_regions())[region.name];
+    status.set_name(region.name);
+    status.set_device_id(static_cast<uint64_t>(region.device_id));
+    status.set_byte_size(region.byte_size);
+  }
+  return Answer(c, GrpcEndpoint::kSharedMemory, Status::Ok());
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::CudaSharedMemoryRegister(Context* c,
-                                                                              const CudaSharedMemoryRegisterRequest*,
+                                                                              const CudaSharedMemoryRegisterRequest* q,
                                                                               CudaSharedMemoryRegisterResponse*) {
-  if (Reactor* refused =
-          Refuse(c, GrpcEndpoint::kSharedMemory, Permission::kSharedMemory, {}, "CudaSharedMemoryRegister")) {
+  Admission admission;
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kSharedMemory, Permission::kSharedMemory, {},
+                                "CudaSharedMemoryRegister", &admission)) {
     return refused;
   }
-  return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("CUDA shared memory is not supported"));
+  const std::string& handle = q->raw_handle();
+  Status status = shared_memory_
+                      ? shared_memory_->RegisterCuda(q->name(), std::as_bytes(std::span(handle.data(), handle.size())),
+                                                     q->device_id(), q->byte_size())
+                      : SharedMemoryOff();
+  Audit(admission, "CudaSharedMemoryRegister", status);
+  return Answer(c, GrpcEndpoint::kSharedMemory, status);
 }
 
 GrpcInferenceService::Reactor* GrpcInferenceService::CudaSharedMemoryUnregister(
-    Context* c, const CudaSharedMemoryUnregisterRequest*, CudaSharedMemoryUnregisterResponse*) {
-  if (Reactor* refused =
-          Refuse(c, GrpcEndpoint::kSharedMemory, Permission::kSharedMemory, {}, "CudaSharedMemoryUnregister")) {
+    Context* c, const CudaSharedMemoryUnregisterRequest* q, CudaSharedMemoryUnregisterResponse*) {
+  Admission admission;
+  if (Reactor* refused = Refuse(c, GrpcEndpoint::kSharedMemory, Permission::kSharedMemory, {},
+                                "CudaSharedMemoryUnregister", &admission)) {
     return refused;
   }
-  return Answer(c, GrpcEndpoint::kUnimplemented, Unimplemented("CUDA shared memory is not supported"));
+  if (!shared_memory_) return Answer(c, GrpcEndpoint::kSharedMemory, SharedMemoryOff());
+  if (q->name().empty()) {
+    shared_memory_->UnregisterAllCuda();
+  } else {
+    shared_memory_->UnregisterCuda(q->name());
+  }
+  Audit(admission, "CudaSharedMemoryUnregister", Status::Ok());
+  return Answer(c, GrpcEndpoint::kSharedMemory, Status::Ok());
 }
 
 // Triton's trace extension: the settings a request names are applied (all or none; an empty value list clears a

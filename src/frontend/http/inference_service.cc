@@ -75,14 +75,16 @@ struct Route {
   int64_t version = 0;        // 0 = not given: the highest ready version
   bool server_ready = false;  // for kHealth: /ready rather than /live
   std::string region;         // for kSharedMemory: empty = every region
-  std::string action;         // kSharedMemory: "status", "register", "unregister" or "cuda" (refused); kRepository:
-                              // "index", "load" or "unload"
+  bool cuda = false;          // for kSharedMemory: v2/cudasharedmemory rather than v2/systemsharedmemory
+  std::string action;         // kSharedMemory: "status", "register" or "unregister"; kRepository: "index", "load"
+                              // or "unload"
 };
 
-// v2/systemsharedmemory[/region/{r}]/{status|register|unregister}; register needs a region.
+// v2/{system|cuda}sharedmemory[/region/{r}]/{status|register|unregister}; register needs a region.
 std::optional<Route> MatchSharedMemoryRoute(const std::vector<std::string>& s) {
   Route route;
   route.endpoint = Endpoint::kSharedMemory;
+  route.cuda = s[1] == "cudasharedmemory";
   size_t next = 2;
   if (s.size() == 5 && s[2] == "region") {
     route.region = s[3];
@@ -138,12 +140,7 @@ std::optional<Route> MatchRoute(std::string_view path) {
     route.server_ready = s[2] == "ready";
     return route;
   }
-  if (s[1] == "systemsharedmemory") return MatchSharedMemoryRoute(s);
-  if (s[1] == "cudasharedmemory") {
-    route.endpoint = Endpoint::kSharedMemory;
-    route.action = "cuda";  // every method and path under it: 501, answered in Handle before the method check
-    return route;
-  }
+  if (s[1] == "systemsharedmemory" || s[1] == "cudasharedmemory") return MatchSharedMemoryRoute(s);
   if (s[1] == "repository") return MatchRepositoryRoute(s);
   if (s[1] == "logging" && s.size() == 2) {
     route.endpoint = Endpoint::kLogging;  // GET and POST: checked by HandleLogging
@@ -384,11 +381,6 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   if (route->endpoint == Endpoint::kRollout) return HandleRollout(request, route->model, counters, responder);
   if (route->endpoint == Endpoint::kLogging) return HandleLogging(request, counters, responder);
   if (route->endpoint == Endpoint::kTrace) return HandleTraceSetting(request, route->model, counters, responder);
-  if (route->action == "cuda") {
-    return Answer(counters, responder,
-                  ErrorResponse(Unimplemented("CUDA shared memory is not supported: use system shared memory "
-                                              "(v2/systemsharedmemory, weft serve --allow-shared-memory)")));
-  }
   if (request.method != route->method) {
     const char* allowed = route->method == http::verb::post ? "POST" : "GET";
     HttpResponse response = ErrorResponse(405, std::string("method not allowed: use ") + allowed);
@@ -440,6 +432,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
                             "statistics", "trace"})
         json.String(e);
       if (options_.shared_memory) json.String("system_shared_memory");
+      if (options_.shared_memory && SharedMemoryRegistry::CudaAvailable()) json.String("cuda_shared_memory");
       if (options_.repository) {
         json.String("model_repository");
         json.String("model_repository(unload_dependents)");
@@ -494,7 +487,8 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
       return Answer(counters, responder, JsonResponse(EncodeModelStatistics(*stats)));
     }
 
-    case Endpoint::kSharedMemory: return HandleSharedMemory(request, route->action, route->region, counters, responder);
+    case Endpoint::kSharedMemory:
+      return HandleSharedMemory(request, route->cuda, route->action, route->region, counters, responder);
     case Endpoint::kRepository: return HandleRepository(request, route->action, route->model, counters, responder);
     case Endpoint::kRollout:
     case Endpoint::kLogging:
@@ -576,16 +570,44 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   });
 }
 
-// The system shared memory routes. Off: 501, as for a feature this server lacks.
-void InferenceService::HandleSharedMemory(const HttpRequest& request, const std::string& action,
+namespace {
+
+void HandleCudaSharedMemory(SharedMemoryRegistry& registry, const HttpRequest& request, const std::string& action,
+                            const std::string& region, const InferenceService::ResponseCounters& counters,
+                            const HttpResponder& responder) {
+  if (action == "status") {
+    auto regions = registry.CudaRegions(region);
+    if (!regions.ok()) return Answer(counters, responder, ErrorResponse(regions.status()));
+    return Answer(counters, responder, JsonResponse(EncodeCudaSharedMemoryStatus(*regions)));
+  }
+  if (action == "register") {
+    Result<CudaSharedMemoryRegistration> body = DecodeCudaSharedMemoryRegistration(request.body->bytes());
+    if (!body.ok()) return Answer(counters, responder, ErrorResponse(body.status()));
+    Status registered = registry.RegisterCuda(region, body->raw_handle, body->device_id, body->byte_size);
+    if (!registered.ok()) return Answer(counters, responder, ErrorResponse(registered));
+    return Answer(counters, responder, JsonResponse("{}"));
+  }
+  if (region.empty()) {
+    registry.UnregisterAllCuda();
+  } else {
+    registry.UnregisterCuda(region);
+  }
+  return Answer(counters, responder, JsonResponse("{}"));
+}
+
+}  // namespace
+
+// The system and CUDA shared memory routes. Off: 501, as for a feature this server lacks.
+void InferenceService::HandleSharedMemory(const HttpRequest& request, bool cuda, const std::string& action,
                                           const std::string& region, const ResponseCounters& counters,
                                           const HttpResponder& responder) {
   SharedMemoryRegistry* registry = options_.shared_memory;
   if (registry == nullptr) {
     return Answer(counters, responder,
-                  ErrorResponse(Unimplemented(
-                      "system shared memory is not enabled on this server (weft serve --allow-shared-memory)")));
+                  ErrorResponse(Unimplemented("shared memory (system and CUDA) is not enabled on this server "
+                                              "(weft serve --allow-shared-memory)")));
   }
+  if (cuda) return HandleCudaSharedMemory(*registry, request, action, region, counters, responder);
   if (action == "status") {
     auto regions = registry->Regions(region);
     if (!regions.ok()) return Answer(counters, responder, ErrorResponse(regions.status()));

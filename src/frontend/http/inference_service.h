@@ -85,7 +85,8 @@ class InferenceService : public HttpHandler {
   };
 
  private:
-  void HandleSharedMemory(const HttpRequest& request, const std::string& action, const std::string& region,
+  // `cuda`: the CUDA routes rather than the system ones.
+  void HandleSharedMemory(const HttpRequest& request, bool cuda, const std::string& action, const std::string& region,
                           const ResponseCounters& counters, const HttpResponder& responder);
   // `action`: "index", "load" or "unload" (of `model`).
   void HandleRollout(const HttpRequest& request, const std::string& model, const ResponseCounters& counters,

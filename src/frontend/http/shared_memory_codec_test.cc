@@ -119,5 +119,44 @@ TEST_F(HttpSharedMemoryTest, BadReferencesAreErrors) {
   EXPECT_EQ(off.status().code(), StatusCode::kUnimplemented);
 }
 
+TEST(CudaSharedMemoryCodecTest, DecodesRegistrationsWithBase64Handles) {
+  // base64 of the bytes 0, 1, ..., 63, as Triton's clients send a cudaIpcMemHandle_t.
+  const std::string b64 = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw==";
+  auto r = DecodeCudaSharedMemoryRegistration(
+      Bytes(R"({"raw_handle":{"b64":")" + b64 + R"("},"device_id":1,"byte_size":4096})"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->raw_handle.size(), 64u);
+  EXPECT_EQ(r->raw_handle[63], std::byte{63});
+  EXPECT_EQ(r->device_id, 1);
+  EXPECT_EQ(r->byte_size, 4096u);
+  // Padding of one and of none.
+  auto one = DecodeCudaSharedMemoryRegistration(Bytes(R"({"raw_handle":{"b64":"YWI="},"device_id":0,"byte_size":1})"));
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->raw_handle.size(), 2u);
+  auto none = DecodeCudaSharedMemoryRegistration(Bytes(R"({"raw_handle":{"b64":"YWJj"},"device_id":0,"byte_size":1})"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->raw_handle.size(), 3u);
+
+  for (const char* bad :
+       {R"({"device_id":0,"byte_size":1})", R"({"raw_handle":{"b64":"YWJj"},"byte_size":1})",
+        R"({"raw_handle":{"b64":"YWJj"},"device_id":0})", R"({"raw_handle":"YWJj","device_id":0,"byte_size":1})",
+        R"({"raw_handle":{"b64":7},"device_id":0,"byte_size":1})",
+        R"({"raw_handle":{"b64":"YWJ"},"device_id":0,"byte_size":1})",
+        R"({"raw_handle":{"b64":"Y!Jj"},"device_id":0,"byte_size":1})",
+        R"({"raw_handle":{"b64":" YWJj"},"device_id":0,"byte_size":1})",
+        R"({"raw_handle":{"b64":"YWJj"},"device_id":-1,"byte_size":1})",
+        R"({"raw_handle":{"b64":"YWJj"},"device_id":0,"byte_size":-1})",
+        R"({"raw_handle":{"b64":"YWJj"},"device_id":"0","byte_size":1})", "[]", "{"}) {
+    auto decoded = DecodeCudaSharedMemoryRegistration(Bytes(bad));
+    EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(CudaSharedMemoryCodecTest, EncodesStatus) {
+  EXPECT_EQ(EncodeCudaSharedMemoryStatus({{"in", 0, 64}, {"out\"", 1, 8}}),
+            R"([{"name":"in","device_id":0,"byte_size":64},{"name":"out\"","device_id":1,"byte_size":8}])");
+  EXPECT_EQ(EncodeCudaSharedMemoryStatus({}), "[]");
+}
+
 }  // namespace
 }  // namespace weft

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "base/json_string.h"
+#include "device/cuda/cuda_device.h"
 #include "frontend/shm/guarded_mapping.h"
 
 namespace weft {
@@ -47,8 +48,9 @@ Status CheckKeyPrefix(const std::string& key, const std::string& prefix) {
 
 }  // namespace
 
-// One registration: the object stays open (its size is checked again at every use) and mapped from its start to
-// the end of the window (mmap offsets must be page-aligned, the window's need not be).
+// One registration. A system region: the object stays open (its size is checked again at every use) and mapped
+// from its start to the end of the window (mmap offsets must be page-aligned, the window's need not be). A CUDA
+// region: the opened handle, with no descriptor and no mapping.
 struct SharedMemoryRegistry::Region {
   std::string name;
   std::string key;
@@ -56,6 +58,10 @@ struct SharedMemoryRegistry::Region {
   uint64_t byte_size = 0;
   int fd = -1;
   std::shared_ptr<GuardedMapping> mapping;
+  std::shared_ptr<CudaSharedBuffer> cuda;
+  int64_t device_id = 0;
+
+  bool is_cuda() const { return cuda != nullptr; }
 
   ~Region() {
     mapping.reset();
@@ -113,8 +119,7 @@ SharedMemoryRegistry::Options WithPlainPrefix(SharedMemoryRegistry::Options opti
 SharedMemoryRegistry::SharedMemoryRegistry(Options options) : options_(WithPlainPrefix(std::move(options))) {}
 SharedMemoryRegistry::~SharedMemoryRegistry() = default;
 
-Status SharedMemoryRegistry::Register(const std::string& name, const std::string& key, uint64_t offset,
-                                      uint64_t byte_size) {
+Status SharedMemoryRegistry::CheckNewRegion(const std::string& name) const {
   if (name.empty()) return InvalidArgument("a shared memory region needs a name");
   // Names are echoed in status answers (JSON) and errors: kept short and in UTF-8.
   if (name.size() > kMaxRegionNameBytes) {
@@ -122,19 +127,33 @@ Status SharedMemoryRegistry::Register(const std::string& name, const std::string
                            " bytes; this one has " + std::to_string(name.size()));
   }
   if (!IsValidUtf8(name)) return InvalidArgument("a shared memory region name must be UTF-8");
-  WEFT_RETURN_IF_ERROR(CheckSharedMemoryKey(key));
-  WEFT_RETURN_IF_ERROR(CheckKeyPrefix(key, options_.key_prefix));
-  if (byte_size == 0) return InvalidArgument("shared memory region " + Quoted(name) + ": byte_size must be > 0");
-  auto full = [&] {
+  std::lock_guard lock(mu_);
+  if (regions_.count(name)) return InvalidArgument("shared memory region " + Quoted(name) + " is already registered");
+  if (regions_.size() >= options_.max_regions) {
     return ResourceExhausted("cannot register shared memory region " + Quoted(name) + ": " +
                              std::to_string(options_.max_regions) +
                              " regions are registered, the server's limit (weft serve --max-shared-memory-regions)");
-  };
-  {
-    std::lock_guard lock(mu_);
-    if (regions_.count(name)) return InvalidArgument("shared memory region " + Quoted(name) + " is already registered");
-    if (regions_.size() >= options_.max_regions) return full();
   }
+  return Status::Ok();
+}
+
+Status SharedMemoryRegistry::Insert(std::shared_ptr<Region> region) {
+  // Checked again: another registration may have won the race while this one opened its memory. A refused
+  // region is closed outside the lock.
+  WEFT_RETURN_IF_ERROR(CheckNewRegion(region->name));
+  std::lock_guard lock(mu_);
+  if (!regions_.emplace(region->name, region).second) {
+    return InvalidArgument("shared memory region " + Quoted(region->name) + " is already registered");
+  }
+  return Status::Ok();
+}
+
+Status SharedMemoryRegistry::Register(const std::string& name, const std::string& key, uint64_t offset,
+                                      uint64_t byte_size) {
+  WEFT_RETURN_IF_ERROR(CheckSharedMemoryKey(key));
+  WEFT_RETURN_IF_ERROR(CheckKeyPrefix(key, options_.key_prefix));
+  if (byte_size == 0) return InvalidArgument("shared memory region " + Quoted(name) + ": byte_size must be > 0");
+  WEFT_RETURN_IF_ERROR(CheckNewRegion(name));
 
   auto region = std::make_shared<Region>();
   region->name = name;
@@ -167,38 +186,106 @@ Status SharedMemoryRegistry::Register(const std::string& name, const std::string
       GuardedMapping::Map(region->fd, static_cast<size_t>(offset + byte_size));
   if (!mapping.ok()) return mapping.status().WithContext("cannot map shared memory key " + Quoted(key));
   region->mapping = std::move(mapping).value();
-
-  std::lock_guard lock(mu_);
-  // Checked again: another registration may have won the race while this one mapped.
-  if (regions_.count(name)) return InvalidArgument("shared memory region " + Quoted(name) + " is already registered");
-  if (regions_.size() >= options_.max_regions) return full();
-  regions_.emplace(name, std::move(region));
-  return Status::Ok();
+  return Insert(std::move(region));
 }
 
+Status SharedMemoryRegistry::RegisterCuda(const std::string& name, std::span<const std::byte> handle, int64_t device_id,
+                                          uint64_t byte_size) {
+  if (handle.size() != kCudaIpcHandleBytes) {
+    return InvalidArgument("CUDA shared memory region " + Quoted(name) + ": raw_handle must have " +
+                           std::to_string(kCudaIpcHandleBytes) + " bytes (a cudaIpcMemHandle_t), not " +
+                           std::to_string(handle.size()));
+  }
+  if (device_id < 0 || device_id > std::numeric_limits<int>::max()) {
+    return InvalidArgument("CUDA shared memory region " + Quoted(name) + ": no CUDA device " +
+                           std::to_string(device_id));
+  }
+  if (byte_size == 0) return InvalidArgument("CUDA shared memory region " + Quoted(name) + ": byte_size must be > 0");
+  WEFT_RETURN_IF_ERROR(CheckNewRegion(name));
+  Result<std::shared_ptr<CudaSharedBuffer>> buffer = options_.open_cuda_buffer(static_cast<int>(device_id), handle);
+  if (!buffer.ok()) return buffer.status().WithContext("CUDA shared memory region " + Quoted(name));
+  WEFT_RETURN_IF_ERROR(CheckWindow(0, byte_size, (*buffer)->byte_size(),
+                                   "CUDA shared memory region " + Quoted(name) + " (the allocation its handle names)"));
+  auto region = std::make_shared<Region>();
+  region->name = name;
+  region->byte_size = byte_size;
+  region->cuda = std::move(buffer).value();
+  region->device_id = device_id;
+  return Insert(std::move(region));
+}
+
+bool SharedMemoryRegistry::CudaAvailable() {
+  static const bool available = CudaUnavailableReason().empty();
+  return available;
+}
+
+namespace {
+
+// Takes the regions of one kind out of `regions` (all of that kind, or the one named), so that the caller closes
+// them outside its lock.
+template <typename Region>
+std::vector<std::shared_ptr<Region>> TakeRegions(std::map<std::string, std::shared_ptr<Region>>& regions,
+                                                 const std::string* name, bool cuda) {
+  std::vector<std::shared_ptr<Region>> taken;
+  for (auto it = name ? regions.find(*name) : regions.begin(); it != regions.end();) {
+    if (it->second->is_cuda() == cuda) {
+      taken.push_back(std::move(it->second));
+      it = regions.erase(it);
+    } else {
+      ++it;
+    }
+    if (name) break;
+  }
+  return taken;
+}
+
+}  // namespace
+
 void SharedMemoryRegistry::Unregister(const std::string& name) {
-  std::shared_ptr<Region> gone;  // unmapped outside the lock, when no slice holds it
+  std::vector<std::shared_ptr<Region>> gone;  // unmapped outside the lock, when no slice holds it
   std::lock_guard lock(mu_);
-  auto it = regions_.find(name);
-  if (it == regions_.end()) return;
-  gone = std::move(it->second);
-  regions_.erase(it);
+  gone = TakeRegions(regions_, &name, /*cuda=*/false);
 }
 
 void SharedMemoryRegistry::UnregisterAll() {
-  std::map<std::string, std::shared_ptr<Region>> gone;
+  std::vector<std::shared_ptr<Region>> gone;
   std::lock_guard lock(mu_);
-  gone.swap(regions_);
+  gone = TakeRegions(regions_, nullptr, /*cuda=*/false);
+}
+
+void SharedMemoryRegistry::UnregisterCuda(const std::string& name) {
+  std::vector<std::shared_ptr<Region>> gone;
+  std::lock_guard lock(mu_);
+  gone = TakeRegions(regions_, &name, /*cuda=*/true);
+}
+
+void SharedMemoryRegistry::UnregisterAllCuda() {
+  std::vector<std::shared_ptr<Region>> gone;
+  std::lock_guard lock(mu_);
+  gone = TakeRegions(regions_, nullptr, /*cuda=*/true);
 }
 
 Result<std::vector<SharedMemoryRegionStatus>> SharedMemoryRegistry::Regions(const std::string& name) const {
   std::vector<SharedMemoryRegionStatus> out;
   std::lock_guard lock(mu_);
   for (const auto& [n, r] : regions_) {
-    if (!name.empty() && n != name) continue;
+    if ((!name.empty() && n != name) || r->is_cuda()) continue;
     out.push_back({r->name, r->key, r->offset, r->byte_size});
   }
   if (!name.empty() && out.empty()) return NotFound("no shared memory region " + Quoted(name) + " is registered");
+  return out;
+}
+
+Result<std::vector<CudaSharedMemoryRegionStatus>> SharedMemoryRegistry::CudaRegions(const std::string& name) const {
+  std::vector<CudaSharedMemoryRegionStatus> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [n, r] : regions_) {
+    if ((!name.empty() && n != name) || !r->is_cuda()) continue;
+    out.push_back({r->name, r->device_id, r->byte_size});
+  }
+  if (!name.empty() && out.empty()) {
+    return NotFound("no CUDA shared memory region " + Quoted(name) + " is registered");
+  }
   return out;
 }
 
@@ -209,6 +296,14 @@ Result<SharedMemorySlice> SharedMemoryRegistry::Slice(const SharedMemoryRef& ref
     auto it = regions_.find(ref.region);
     if (it == regions_.end()) return NotFound("no shared memory region " + Quoted(ref.region) + " is registered");
     region = it->second;
+  }
+  if (region->is_cuda()) {
+    WEFT_RETURN_IF_ERROR(
+        CheckWindow(ref.offset, ref.byte_size, region->byte_size, "CUDA shared memory region " + Quoted(ref.region)));
+    SharedMemorySlice slice{ref.region, region, nullptr, static_cast<size_t>(ref.byte_size)};
+    slice.cuda = region->cuda;
+    slice.cuda_offset = ref.offset;
+    return slice;
   }
   if (region->mapping->faulted()) {
     return InvalidArgument("shared memory region " + Quoted(ref.region) +
@@ -233,8 +328,30 @@ Result<Tensor> SharedMemoryInput(const SharedMemoryRegistry& registry, const Sha
   return SharedMemoryInput(slice, name, type, shape);
 }
 
+namespace {
+
+// A CUDA region's bytes, copied to the host (the size of a fixed-size type checked before anything is copied).
+Result<Tensor> CudaSharedMemoryInput(const SharedMemorySlice& slice, const std::string& name, DataType type,
+                                     const Shape& shape) {
+  if (type != DataType::kBytes) {
+    WEFT_ASSIGN_OR_RETURN(size_t expected, TensorByteSize(type, shape));
+    if (expected != slice.byte_size) {
+      return InvalidArgument("input " + Quoted(name) + " of shape " + ShapeToString(shape) + " needs " +
+                             std::to_string(expected) + " bytes; its CUDA shared memory window has " +
+                             std::to_string(slice.byte_size));
+    }
+  }
+  std::vector<std::byte> copy(slice.byte_size);
+  WEFT_RETURN_IF_ERROR(slice.cuda->Read(slice.cuda_offset, copy));
+  WEFT_RETURN_IF_ERROR(ValidateTensorBytes(type, shape, copy));
+  return Tensor::FromBytes(name, type, shape, std::move(copy));
+}
+
+}  // namespace
+
 Result<Tensor> SharedMemoryInput(const SharedMemorySlice& slice, const std::string& name, DataType type,
                                  const Shape& shape) {
+  if (slice.cuda) return CudaSharedMemoryInput(slice, name, type, shape);
   std::span<const std::byte> bytes(slice.data, slice.byte_size);
   if (type == DataType::kBytes) {
     std::vector<std::byte> copy(bytes.begin(), bytes.end());
@@ -258,6 +375,7 @@ Status WriteSharedMemoryOutput(const Tensor& output, const SharedMemorySlice& sl
                            " bytes but its shared memory window in region " + Quoted(slice.region) + " holds " +
                            std::to_string(slice.byte_size));
   }
+  if (slice.cuda) return slice.cuda->Write(slice.cuda_offset, output.bytes());
   // memmove: an identity model's output may be its input, read from the same region.
   if (output.byte_size() > 0) std::memmove(slice.data, output.data(), output.byte_size());
   return Status::Ok();

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,19 +12,28 @@
 #include <vector>
 
 #include "base/result.h"
+#include "device/cuda/cuda_ipc.h"
 #include "tensor/tensor.h"
 
 namespace weft {
 
-// The system shared memory extension: clients put tensors in POSIX shared memory objects (shm_open), register a
-// window of one under a region name, and then name the region in requests instead of sending the bytes. Shared
-// by the HTTP and gRPC frontends, so a region registered over one protocol is usable over the other.
+// The system and CUDA shared memory extensions: clients put tensors in POSIX shared memory objects (shm_open) or in
+// GPU memory shared with CUDA IPC, register a window of one under a region name, and then name the region in
+// requests instead of sending the bytes. Shared by the HTTP and gRPC frontends, so a region registered over one
+// protocol is usable over the other. System and CUDA regions share one namespace of names, as in Triton.
 
 // A registered region as the status calls report it.
 struct SharedMemoryRegionStatus {
   std::string name;
   std::string key;
   uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
+// A registered CUDA region as the status calls report it.
+struct CudaSharedMemoryRegionStatus {
+  std::string name;
+  int64_t device_id = 0;
   uint64_t byte_size = 0;
 };
 
@@ -37,15 +47,19 @@ struct SharedMemoryRef {
 
 class GuardedMapping;
 
-// A checked window of a mapped region. `owner` keeps the mapping alive, so unregistering a region while a
-// request still uses it is safe: the mapping goes away with the last slice.
+// A checked window of a region. `owner` keeps the mapping (or the opened CUDA handle) alive, so unregistering a
+// region while a request still uses it is safe: the mapping goes away with the last slice.
 struct SharedMemorySlice {
   std::string region;
   std::shared_ptr<const void> owner;
-  std::byte* data = nullptr;
+  std::byte* data = nullptr;  // null for a CUDA region
   size_t byte_size = 0;
   // The region's mapping (shares `owner`): tells whether the client shrank the object under it.
   std::shared_ptr<const GuardedMapping> mapping;
+  // A CUDA region's GPU memory (shares `owner`), read and written through copies from `cuda_offset`: the host
+  // cannot address it.
+  std::shared_ptr<CudaSharedBuffer> cuda;
+  uint64_t cuda_offset = 0;
 
   // Ok while every byte read or written through the slice was the object's own. InvalidArgument once the client
   // truncated the object under the mapping since the slice was taken: reads may have seen zeros and writes were
@@ -76,6 +90,9 @@ class SharedMemoryRegistry {
     // Non-empty: the object's owner (as fstat reports it) must be one of these users, so that a client cannot make
     // the server map the memory of another user's processes. Empty: any object the server can open.
     std::vector<uint32_t> allowed_owner_uids;
+    // Opens a CUDA region's handle: OpenCudaIpcBuffer, or GPU memory of a unit test's own.
+    std::function<Result<std::shared_ptr<CudaSharedBuffer>>(int device_id, std::span<const std::byte> handle)>
+        open_cuda_buffer = OpenCudaIpcBuffer;
   };
   SharedMemoryRegistry() : SharedMemoryRegistry(Options{}) {}
   explicit SharedMemoryRegistry(Options options);
@@ -93,37 +110,57 @@ class SharedMemoryRegistry {
   // has that key; ResourceExhausted when Options::max_regions are registered or no descriptor is left; Internal
   // when mapping fails.
   Status Register(const std::string& name, const std::string& key, uint64_t offset, uint64_t byte_size);
-  // Forgets the region; slices already handed out stay valid. Unregistering an unknown name is not an error,
-  // as in Triton: the call is idempotent.
+  // Forgets the system region; slices already handed out stay valid. Unregistering an unknown name (or the name
+  // of a CUDA region) is not an error, as in Triton: the call is idempotent.
   void Unregister(const std::string& name);
   void UnregisterAll();
 
-  // One region (NotFound if unknown), or every region when `name` is empty, in name order.
+  // One system region (NotFound if unknown), or every one when `name` is empty, in name order.
   Result<std::vector<SharedMemoryRegionStatus>> Regions(const std::string& name) const;
 
-  // The window `ref` names, checked against the region's window and against the object's size as fstat
-  // reports it at this moment (a client that shrank the object since registering is caught here).
+  // Opens the GPU memory that `handle` (a cudaIpcMemHandle_t from another process) names on device `device_id`;
+  // the region is its first `byte_size` bytes, which must lie within the allocation. The name is checked as for
+  // Register. InvalidArgument for a bad name or one already registered (by either kind), an empty region, a
+  // handle that is not kCudaIpcHandleBytes long or that CUDA refuses, a device that does not exist, or a region
+  // larger than the allocation; ResourceExhausted at Options::max_regions; Unimplemented without a GPU.
+  Status RegisterCuda(const std::string& name, std::span<const std::byte> handle, int64_t device_id,
+                      uint64_t byte_size);
+  // As Unregister and UnregisterAll, for CUDA regions.
+  void UnregisterCuda(const std::string& name);
+  void UnregisterAllCuda();
+  // As Regions, for CUDA regions.
+  Result<std::vector<CudaSharedMemoryRegionStatus>> CudaRegions(const std::string& name) const;
+  // Whether this machine can register CUDA regions (CUDA built in and a GPU present), asked once: the server
+  // metadata lists the cuda_shared_memory extension only then.
+  static bool CudaAvailable();
+
+  // The window `ref` names, checked against the region's window and, for a system region, against the object's
+  // size as fstat reports it at this moment (a client that shrank the object since registering is caught here).
   // NotFound for an unknown region; InvalidArgument for a window out of bounds, or for a region whose object
   // was truncated under a request earlier (it must be registered again).
   Result<SharedMemorySlice> Slice(const SharedMemoryRef& ref) const;
 
  private:
   struct Region;
+  Status CheckNewRegion(const std::string& name) const;  // the name, and room for one more; takes mu_
+  Status Insert(std::shared_ptr<Region> region);         // checked again under mu_
   const Options options_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Region>> regions_;  // guarded by mu_
 };
 
-// An input tensor read from a slice. Fixed-size types view the region in place when aligned for their type
+// An input tensor read from a slice. Fixed-size types view a system region in place when aligned for their type
 // (copied otherwise); BYTES tensors are copied before they are checked, so that a client that rewrites the region
-// cannot change the length prefixes after the check. The slice's size must equal the tensor's size.
+// cannot change the length prefixes after the check; a CUDA region is copied to the host. The slice's size must
+// equal the tensor's size.
 Result<Tensor> SharedMemoryInput(const SharedMemorySlice& slice, const std::string& name, DataType type,
                                  const Shape& shape);
 // The same, slicing `ref` from `registry` first.
 Result<Tensor> SharedMemoryInput(const SharedMemoryRegistry& registry, const SharedMemoryRef& ref,
                                  const std::string& name, DataType type, const Shape& shape);
 
-// Writes an output's bytes to its slice. InvalidArgument when the output is larger than the slice.
+// Writes an output's bytes to its slice (for a CUDA region, a copy to the GPU). InvalidArgument when the output is
+// larger than the slice.
 Status WriteSharedMemoryOutput(const Tensor& output, const SharedMemorySlice& slice);
 
 // Where requested outputs go: output name -> slice. Outputs not listed travel in the response.

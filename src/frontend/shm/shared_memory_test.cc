@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "frontend/shm/guarded_mapping.h"
+#include "frontend/shm/testing/host_cuda_buffer.h"
 
 namespace weft {
 namespace {
@@ -372,6 +373,165 @@ TEST(SharedMemoryOutputTest, WritesIntoTheSliceAndRejectsWhatDoesNotFit) {
   EXPECT_EQ(back[1], 6.0f);
   auto small = registry.Slice({"r", 100, 4});
   EXPECT_EQ(WriteSharedMemoryOutput(out, *small).code(), StatusCode::kInvalidArgument);
+}
+
+// CUDA regions, above the CUDA layer: the registry opens handles through Options::open_cuda_buffer, here host
+// memory that stands in for another process's allocation (the real one is tested on a GPU in cuda_ipc_test).
+class CudaRegionTest : public ::testing::Test {
+ protected:
+  static constexpr size_t kAllocation = 4096;
+
+  CudaRegionTest() : registry_(Options()) {}
+
+  SharedMemoryRegistry::Options Options() {
+    SharedMemoryRegistry::Options options;
+    options.max_regions = 4;
+    options.open_cuda_buffer = [this](int device_id,
+                                      std::span<const std::byte> handle) -> Result<std::shared_ptr<CudaSharedBuffer>> {
+      ++opened_;
+      if (device_id != 0) return InvalidArgument("no CUDA device " + std::to_string(device_id));
+      if (!std::equal(handle.begin(), handle.end(), Handle().begin())) return InvalidArgument("CUDA refused it");
+      buffer_ = std::make_shared<testing::HostCudaBuffer>(device_id, Handle(), kAllocation);
+      return std::shared_ptr<CudaSharedBuffer>(buffer_);
+    };
+    return options;
+  }
+
+  static std::span<const std::byte, kCudaIpcHandleBytes> Handle() {
+    static const std::array<std::byte, kCudaIpcHandleBytes> handle = [] {
+      std::array<std::byte, kCudaIpcHandleBytes> h{};
+      for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<std::byte>(i * 7 + 1);
+      return h;
+    }();
+    return handle;
+  }
+
+  int opened_ = 0;
+  std::shared_ptr<testing::HostCudaBuffer> buffer_;
+  SharedMemoryRegistry registry_;
+};
+
+TEST_F(CudaRegionTest, RegistersListsAndUnregistersApartFromSystemRegions) {
+  ASSERT_TRUE(registry_.RegisterCuda("gpu", Handle(), 0, 1024).ok());
+  auto regions = registry_.CudaRegions("");
+  ASSERT_TRUE(regions.ok());
+  ASSERT_EQ(regions->size(), 1u);
+  EXPECT_EQ((*regions)[0].name, "gpu");
+  EXPECT_EQ((*regions)[0].device_id, 0);
+  EXPECT_EQ((*regions)[0].byte_size, 1024u);
+  EXPECT_EQ(registry_.CudaRegions("other").status().code(), StatusCode::kNotFound);
+
+  // One namespace for both kinds, as in Triton; each kind's status and unregister see only its own regions.
+  ShmObject object(64);
+  EXPECT_EQ(registry_.Register("gpu", object.key(), 0, 64).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(registry_.Register("host", object.key(), 0, 64).ok());
+  EXPECT_EQ(registry_.RegisterCuda("host", Handle(), 0, 64).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry_.Regions("")->size(), 1u);
+  EXPECT_EQ(registry_.CudaRegions("")->size(), 1u);
+  EXPECT_EQ(registry_.Regions("gpu").status().code(), StatusCode::kNotFound);
+  registry_.Unregister("gpu");
+  registry_.UnregisterAll();
+  EXPECT_EQ(registry_.CudaRegions("")->size(), 1u);
+  EXPECT_TRUE(registry_.Regions("")->empty());
+  registry_.UnregisterCuda("gpu");
+  EXPECT_TRUE(registry_.CudaRegions("")->empty());
+  registry_.UnregisterCuda("gpu");  // idempotent
+  ASSERT_TRUE(registry_.RegisterCuda("a", Handle(), 0, 16).ok());
+  ASSERT_TRUE(registry_.RegisterCuda("b", Handle(), 0, 16).ok());
+  registry_.UnregisterAllCuda();
+  EXPECT_TRUE(registry_.CudaRegions("")->empty());
+}
+
+TEST_F(CudaRegionTest, RefusesBadRegistrationsBeforeOrWhenOpening) {
+  std::vector<std::byte> short_handle(Handle().begin(), Handle().begin() + 16);
+  Status wrong_size = registry_.RegisterCuda("r", short_handle, 0, 16);
+  EXPECT_EQ(wrong_size.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong_size.message().find("64 bytes"), std::string::npos) << wrong_size.message();
+  EXPECT_EQ(registry_.RegisterCuda("r", Handle(), -1, 16).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry_.RegisterCuda("r", Handle(), int64_t{1} << 40, 16).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry_.RegisterCuda("r", Handle(), 0, 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry_.RegisterCuda("", Handle(), 0, 16).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(opened_, 0) << "checked before anything is opened";
+
+  std::array<std::byte, kCudaIpcHandleBytes> stale{};
+  Status refused = registry_.RegisterCuda("r", stale, 0, 16);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("'r'"), std::string::npos) << refused.message();
+  EXPECT_EQ(registry_.RegisterCuda("r", Handle(), 3, 16).code(), StatusCode::kInvalidArgument);
+  // Larger than the allocation the handle names (and past it by overflow): refused, and nothing stays open.
+  Status too_large = registry_.RegisterCuda("r", Handle(), 0, kAllocation + 1);
+  EXPECT_EQ(too_large.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_large.message().find("exceeds"), std::string::npos) << too_large.message();
+  EXPECT_EQ(registry_.RegisterCuda("r", Handle(), 0, UINT64_MAX).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(buffer_.use_count(), 1) << "a refused region's memory is closed";
+  EXPECT_TRUE(registry_.CudaRegions("")->empty());
+
+  for (const char* name : {"a", "b", "c", "d"}) ASSERT_TRUE(registry_.RegisterCuda(name, Handle(), 0, 16).ok());
+  EXPECT_EQ(registry_.RegisterCuda("e", Handle(), 0, 16).code(), StatusCode::kResourceExhausted);
+}
+
+TEST_F(CudaRegionTest, InputsAreCopiedFromTheGpuAndOutputsCopiedBack) {
+  ASSERT_TRUE(registry_.RegisterCuda("r", Handle(), 0, 1024).ok());
+  std::vector<float> values = {1.5f, -2.0f, 3.25f};
+  ASSERT_TRUE(buffer_->Write(100, std::as_bytes(std::span(values))).ok());
+
+  auto input = SharedMemoryInput(registry_, {"r", 100, 12}, "x", DataType::kFp32, {3});
+  ASSERT_TRUE(input.ok()) << input.status().message();
+  EXPECT_EQ(input->place().kind, MemoryKind::kCpu);
+  ASSERT_EQ(input->as<float>().size(), 3u);
+  EXPECT_EQ(input->as<float>()[2], 3.25f);
+  // A host copy: the client rewriting its GPU memory afterwards changes nothing in the request.
+  std::vector<float> other = {9, 9, 9};
+  ASSERT_TRUE(buffer_->Write(100, std::as_bytes(std::span(other))).ok());
+  EXPECT_EQ(input->as<float>()[0], 1.5f);
+
+  Status wrong_shape = SharedMemoryInput(registry_, {"r", 100, 12}, "x", DataType::kFp32, {4}).status();
+  EXPECT_EQ(wrong_shape.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SharedMemoryInput(registry_, {"r", 1020, 12}, "x", DataType::kFp32, {3}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry_.Slice({"r", UINT64_MAX, 2}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry_.Slice({"nope", 0, 2}).status().code(), StatusCode::kNotFound);
+
+  // BYTES: copied, then its length prefixes checked.
+  std::vector<std::string> strings = {"ab", "cde"};
+  std::vector<std::byte> serialized = JoinBytesElements(strings);
+  ASSERT_TRUE(buffer_->Write(0, serialized).ok());
+  auto text = SharedMemoryInput(registry_, {"r", 0, serialized.size()}, "s", DataType::kBytes, {2});
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_EQ(SplitBytesElements(text->bytes())[1], "cde");
+  EXPECT_FALSE(SharedMemoryInput(registry_, {"r", 0, serialized.size() - 1}, "s", DataType::kBytes, {2}).ok());
+
+  Tensor out = Tensor::FromBytes(
+      "y", DataType::kFp32, {3},
+      std::vector<std::byte>(std::as_bytes(std::span(values)).begin(), std::as_bytes(std::span(values)).end()));
+  auto slice = registry_.Slice({"r", 512, 12});
+  ASSERT_TRUE(slice.ok());
+  EXPECT_EQ(slice->data, nullptr);
+  ASSERT_TRUE(WriteSharedMemoryOutput(out, *slice).ok());
+  std::vector<std::byte> contents = buffer_->Contents();
+  float back[3];
+  std::memcpy(back, contents.data() + 512, sizeof(back));
+  EXPECT_EQ(back[1], -2.0f);
+  EXPECT_TRUE(CheckSharedMemoryIntact(std::span(&*slice, 1), {}).ok());
+  EXPECT_EQ(WriteSharedMemoryOutput(out, *registry_.Slice({"r", 512, 8})).code(), StatusCode::kInvalidArgument);
+
+  // A slice keeps the region's memory open after the region is unregistered.
+  registry_.UnregisterCuda("r");
+  ASSERT_TRUE(WriteSharedMemoryOutput(out, *slice).ok());
+}
+
+TEST(CudaRegionWithoutStandInTest, SaysWhyWhereThereIsNoGpu) {
+  SharedMemoryRegistry registry;
+  std::array<std::byte, kCudaIpcHandleBytes> handle{};
+  Status s = registry.RegisterCuda("r", handle, 0, 16);
+  if (SharedMemoryRegistry::CudaAvailable()) {
+    // A handle of zeros names nothing this process may open.
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  } else {
+    EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.message();
+    EXPECT_NE(s.message().find("needs a GPU"), std::string::npos) << s.message();
+  }
+  EXPECT_TRUE(registry.CudaRegions("")->empty());
 }
 
 }  // namespace
