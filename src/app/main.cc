@@ -73,9 +73,10 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchFlags* f) {
       ->check(CLI::IsMember({"http", "grpc"}));
   cmd->add_option("--shared-memory", f->shared_memory,
                   "system: tensors travel in POSIX shared memory regions that the run creates and registers (server "
-                  "on this machine, started with --allow-shared-memory)")
+                  "on this machine, started with --allow-shared-memory); cuda: in memory of GPU 0 that the run "
+                  "allocates and shares by its CUDA IPC handle")
       ->capture_default_str()
-      ->check(CLI::IsMember({"none", "system"}));
+      ->check(CLI::IsMember({"none", "system", "cuda"}));
   cmd->add_option("--output-shared-memory-size", o.output_shared_memory_size,
                   "Shared memory bytes for an output whose size the metadata does not fix (default: the larger of "
                   "100 KiB and the largest input)");
@@ -146,6 +147,7 @@ weft::Result<weft::BenchOptions> BenchOptionsFromFlags(const BenchFlags& f) {
     if (f.url->count() == 0) o.url = "127.0.0.1:8001";
   }
   if (f.shared_memory == "system") o.shared_memory = weft::SharedMemoryMode::kSystem;
+  if (f.shared_memory == "cuda") o.shared_memory = weft::SharedMemoryMode::kCuda;
   if (f.request_rate->count() > 0) o.mode = weft::LoadMode::kOpenLoop;
   o.arrivals = f.arrivals == "poisson" ? weft::Arrivals::kPoisson : weft::Arrivals::kConstant;
   if (f.duration->count() > 0) o.duration = std::chrono::duration<double>(f.duration_s);
@@ -202,8 +204,8 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--http-address", serve.http_address, "Address the HTTP, gRPC and metrics ports bind to")
       ->capture_default_str();
   serve_cmd->add_flag("--allow-shared-memory", serve.allow_shared_memory,
-                      "Let clients register POSIX shared memory regions and pass tensors through them (HTTP and "
-                      "gRPC system shared memory extension)");
+                      "Let clients register POSIX shared memory regions (and, with a GPU, CUDA IPC handles) and pass "
+                      "tensors through them (HTTP and gRPC system and CUDA shared memory extensions)");
   serve_cmd
       ->add_option("--max-shared-memory-regions", serve.max_shared_memory_regions,
                    "Shared memory regions registered at once (each holds a descriptor and a mapping); more get "

@@ -339,8 +339,10 @@ int RunServe(const ServeOptions& options) {
   WEFT_LOG(Info) << "serving HTTP on " << options.http_address << ":" << http.port() << ", gRPC on port " << grpc.port()
                  << ", metrics on port " << metrics_http.port() << "; ready in " << ms << " ms"
                  << (engine->Ready() ? "" : " (some models are unavailable)")
-                 << (shared_memory ? "; system shared memory is on" : "") << "; at most " << max_connections
-                 << " HTTP connections" << (tls->enabled() ? "; TLS" : "")
+                 << (!shared_memory                          ? ""
+                     : SharedMemoryRegistry::CudaAvailable() ? "; system and CUDA shared memory are on"
+                                                             : "; system shared memory is on (CUDA: no GPU)")
+                 << "; at most " << max_connections << " HTTP connections" << (tls->enabled() ? "; TLS" : "")
                  << ((*gatekeeper)->authenticates() ? "; authentication on" : "") << "; memory from "
                  << MemoryAllocatorName();
   if (!(*gatekeeper)->authenticates() && !IsLoopback(options.http_address)) {

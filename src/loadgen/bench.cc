@@ -1,5 +1,6 @@
 #include "loadgen/bench.h"
 
+#include <openssl/evp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -66,7 +67,32 @@ Result<SharedMemoryRun> MakeSharedMemory(const BenchOptions& options, const Mode
   bool batches = generation.max_batch_size ? *generation.max_batch_size > 0
                                            : std::all_of(metadata.inputs.begin(), metadata.inputs.end(),
                                                          [](auto& t) { return !t.shape.empty() && t.shape[0] == -1; });
-  return CreateSharedMemoryRun(inputs, metadata, batches, options.batch_size, options.output_shared_memory_size);
+  return CreateSharedMemoryRun(inputs, metadata, batches, options.batch_size, options.output_shared_memory_size,
+                               options.shared_memory);
+}
+
+// Standard base64 with padding, as the CUDA registration body carries the handle (OpenSSL's encoder).
+std::string Base64(std::span<const std::byte> bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+// The body of POST v2/{system|cuda}sharedmemory/region/{r}/register for one of the run's two regions.
+std::string RegistrationBody(const SharedMemoryRun& shm, bool inputs) {
+  std::string body;
+  if (shm.mode == SharedMemoryMode::kCuda) {
+    const CudaSharedBuffer& buffer = inputs ? *shm.cuda_inputs : *shm.cuda_outputs;
+    return "{\"raw_handle\":{\"b64\":\"" + Base64(buffer.handle()) +
+           "\"},\"device_id\":" + std::to_string(buffer.device_id()) +
+           ",\"byte_size\":" + std::to_string(buffer.byte_size()) + "}";
+  }
+  const ClientSharedMemory& object = inputs ? *shm.inputs : *shm.outputs;
+  body = "{\"key\":";
+  AppendJsonString(&body, object.key());
+  return body + ",\"offset\":0,\"byte_size\":" + std::to_string(object.byte_size()) + "}";
 }
 
 Result<PreparedRun> PrepareRequest(const BenchOptions& options, const HttpUrl& url, const Transport& transport) {
@@ -113,9 +139,10 @@ Result<PreparedRun> PrepareRequest(const BenchOptions& options, const HttpUrl& u
   }
   WEFT_ASSIGN_OR_RETURN(std::vector<GeneratedInput> inputs, GenerateInputs(*metadata, generation));
   PreparedRun run;
-  if (options.shared_memory == SharedMemoryMode::kSystem) {
+  if (options.shared_memory != SharedMemoryMode::kNone) {
     WEFT_ASSIGN_OR_RETURN(run.shared_memory, MakeSharedMemory(options, *metadata, inputs, generation));
-    std::string shm_path = url.base_path + "/v2/systemsharedmemory";
+    const bool cuda = options.shared_memory == SharedMemoryMode::kCuda;
+    std::string shm_path = url.base_path + (cuda ? "/v2/cudasharedmemory" : "/v2/systemsharedmemory");
     const SharedMemoryRun& shm = *run.shared_memory;
     // Set first, so that a failed second registration still unregisters the first.
     run.cleanup = [&transport, timeout, shm_path,
@@ -126,20 +153,17 @@ Result<PreparedRun> PrepareRequest(const BenchOptions& options, const HttpUrl& u
         ExchangeOnce(transport, unregister, timeout);
       }
     };
-    for (const auto& [name, region] :
-         {std::pair(shm.input_region, shm.inputs.get()), std::pair(shm.output_region, shm.outputs.get())}) {
+    for (const auto& [name, inputs_region] : {std::pair(shm.input_region, true), std::pair(shm.output_region, false)}) {
       PreparedRequest registration;
       registration.target = shm_path + "/region/" + name + "/register";
       registration.headers.emplace_back("Content-Type", "application/json");
-      registration.body = "{\"key\":";
-      AppendJsonString(&registration.body, region->key());
-      registration.body += ",\"offset\":0,\"byte_size\":" + std::to_string(region->byte_size()) + "}";
+      registration.body = RegistrationBody(shm, inputs_region);
       TransportReply reply = ExchangeOnce(transport, registration, timeout);
       if (reply.failure == TransportReply::Failure::kNone && reply.status == 200) continue;
       run.cleanup();
       if (reply.failure == TransportReply::Failure::kNone && reply.status == 501) {
-        return Unimplemented("the server does not offer system shared memory (weft serve --allow-shared-memory): " +
-                             reply.body);
+        return Unimplemented(std::string("the server does not offer ") + (cuda ? "CUDA" : "system") +
+                             " shared memory (weft serve --allow-shared-memory, and a GPU for CUDA): " + reply.body);
       }
       return ReplyError(reply, url, registration.target);
     }
@@ -160,19 +184,27 @@ Result<PreparedRun> PrepareGrpcRequest(const BenchOptions& options, const GrpcTr
   if (max_batch_size.ok()) generation.max_batch_size = *max_batch_size;
   WEFT_ASSIGN_OR_RETURN(std::vector<GeneratedInput> inputs, GenerateInputs(metadata, generation));
   PreparedRun run;
-  if (options.shared_memory == SharedMemoryMode::kSystem) {
+  if (options.shared_memory != SharedMemoryMode::kNone) {
     WEFT_ASSIGN_OR_RETURN(run.shared_memory, MakeSharedMemory(options, metadata, inputs, generation));
     const SharedMemoryRun& shm = *run.shared_memory;
-    run.cleanup = [&transport, timeout, in = shm.input_region, out = shm.output_region] {
-      (void)transport.UnregisterSharedMemory(in, timeout);
-      (void)transport.UnregisterSharedMemory(out, timeout);
+    const bool cuda = options.shared_memory == SharedMemoryMode::kCuda;
+    run.cleanup = [&transport, timeout, cuda, in = shm.input_region, out = shm.output_region] {
+      for (const std::string& region : {in, out}) {
+        (void)(cuda ? transport.UnregisterCudaSharedMemory(region, timeout)
+                    : transport.UnregisterSharedMemory(region, timeout));
+      }
     };
-    Status registered =
-        transport.RegisterSharedMemory(shm.input_region, shm.inputs->key(), shm.inputs->byte_size(), timeout);
-    if (registered.ok()) {
-      registered =
-          transport.RegisterSharedMemory(shm.output_region, shm.outputs->key(), shm.outputs->byte_size(), timeout);
-    }
+    auto register_region = [&](const std::string& region, bool inputs_region) {
+      if (cuda) {
+        const CudaSharedBuffer& buffer = inputs_region ? *shm.cuda_inputs : *shm.cuda_outputs;
+        return transport.RegisterCudaSharedMemory(region, buffer.handle(), buffer.device_id(), buffer.byte_size(),
+                                                  timeout);
+      }
+      const ClientSharedMemory& object = inputs_region ? *shm.inputs : *shm.outputs;
+      return transport.RegisterSharedMemory(region, object.key(), object.byte_size(), timeout);
+    };
+    Status registered = register_region(shm.input_region, true);
+    if (registered.ok()) registered = register_region(shm.output_region, false);
     if (!registered.ok()) {
       run.cleanup();
       return registered;

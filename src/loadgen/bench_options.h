@@ -16,9 +16,10 @@ namespace weft {
 // How requests reach the server: the KServe v2 HTTP/REST or gRPC API.
 enum class Protocol { kHttp, kGrpc };
 
-// Where tensors travel: in the request and response, or in system shared memory regions that the run creates,
-// registers before it starts and unregisters after (the system_shared_memory extension; same machine only).
-enum class SharedMemoryMode { kNone, kSystem };
+// Where tensors travel: in the request and response, or in shared memory regions that the run creates, registers
+// before it starts and unregisters after (same machine only): POSIX objects (the system_shared_memory extension)
+// or memory of GPU 0 shared by its CUDA IPC handle (cuda_shared_memory).
+enum class SharedMemoryMode { kNone, kSystem, kCuda };
 
 // How the load is offered: a fixed number of requests outstanding, or a fixed rate whatever the server does.
 enum class LoadMode { kClosedLoop, kOpenLoop };

@@ -19,6 +19,7 @@ std::string Format(const char* format, auto... args) {
 std::string TensorFormat(const BenchOptions& o) {
   if (!o.input_data_path.empty()) return "input_data";
   if (o.shared_memory == SharedMemoryMode::kSystem) return "system_shared_memory";
+  if (o.shared_memory == SharedMemoryMode::kCuda) return "cuda_shared_memory";
   if (o.protocol == Protocol::kGrpc) return "raw";
   return o.binary ? "binary" : "json";
 }

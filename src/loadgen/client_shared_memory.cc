@@ -52,8 +52,10 @@ ClientSharedMemory::~ClientSharedMemory() {
 }
 
 Result<SharedMemoryRun> CreateSharedMemoryRun(const std::vector<GeneratedInput>& inputs, const ModelMetadata& metadata,
-                                              bool batches, int64_t batch_size, uint64_t output_byte_size) {
+                                              bool batches, int64_t batch_size, uint64_t output_byte_size,
+                                              SharedMemoryMode mode) {
   SharedMemoryRun run;
+  run.mode = mode;
   std::string tag = "weft_bench_" + std::to_string(getpid());
   run.input_region = tag + "_inputs";
   run.output_region = tag + "_outputs";
@@ -65,10 +67,21 @@ Result<SharedMemoryRun> CreateSharedMemoryRun(const std::vector<GeneratedInput>&
     offset = AlignUp(offset + input.data.size());
     largest_input = std::max<uint64_t>(largest_input, input.data.size());
   }
-  WEFT_ASSIGN_OR_RETURN(run.inputs, ClientSharedMemory::Create("/" + run.input_region, std::max<uint64_t>(offset, 1)));
+  if (mode == SharedMemoryMode::kCuda) {
+    WEFT_ASSIGN_OR_RETURN(run.cuda_inputs,
+                          ExportCudaBuffer(SharedMemoryRun::kCudaDevice, std::max<uint64_t>(offset, 1)));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(run.inputs,
+                          ClientSharedMemory::Create("/" + run.input_region, std::max<uint64_t>(offset, 1)));
+  }
   for (const GeneratedInput& input : inputs) {
     const SharedMemoryPlacement& p = run.input_placements[input.name];
-    if (!input.data.empty()) std::memcpy(run.inputs->data() + p.offset, input.data.data(), input.data.size());
+    if (input.data.empty()) continue;
+    if (run.cuda_inputs) {
+      WEFT_RETURN_IF_ERROR(run.cuda_inputs->Write(p.offset, std::as_bytes(std::span(input.data))));
+    } else {
+      std::memcpy(run.inputs->data() + p.offset, input.data.data(), input.data.size());
+    }
   }
 
   uint64_t unknown = output_byte_size > 0 ? output_byte_size : std::max(kMinUnknownOutputBytes, largest_input);
@@ -88,8 +101,13 @@ Result<SharedMemoryRun> CreateSharedMemoryRun(const std::vector<GeneratedInput>&
     run.output_placements[output.name] = {run.output_region, offset, *bytes};
     offset = AlignUp(offset + *bytes);
   }
-  WEFT_ASSIGN_OR_RETURN(run.outputs,
-                        ClientSharedMemory::Create("/" + run.output_region, std::max<uint64_t>(offset, 1)));
+  if (mode == SharedMemoryMode::kCuda) {
+    WEFT_ASSIGN_OR_RETURN(run.cuda_outputs,
+                          ExportCudaBuffer(SharedMemoryRun::kCudaDevice, std::max<uint64_t>(offset, 1)));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(run.outputs,
+                          ClientSharedMemory::Create("/" + run.output_region, std::max<uint64_t>(offset, 1)));
+  }
   return run;
 }
 

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "base/result.h"
+#include "device/cuda/cuda_ipc.h"
+#include "loadgen/bench_options.h"
 #include "loadgen/infer_request_builder.h"
 #include "loadgen/input_generator.h"
 #include "loadgen/model_metadata.h"
@@ -40,17 +42,25 @@ class ClientSharedMemory {
 // another. All requests of the run share them (outputs are overwritten by each answer, which a benchmark never
 // reads). Region names and keys carry the process id, so runs side by side do not collide.
 struct SharedMemoryRun {
+  SharedMemoryMode mode = SharedMemoryMode::kSystem;
+  // kSystem: the two POSIX objects.
   std::unique_ptr<ClientSharedMemory> inputs;
   std::unique_ptr<ClientSharedMemory> outputs;
+  // kCuda: the two allocations on GPU 0 (kCudaDevice), shared by their handles.
+  static constexpr int kCudaDevice = 0;
+  std::shared_ptr<CudaSharedBuffer> cuda_inputs;
+  std::shared_ptr<CudaSharedBuffer> cuda_outputs;
   std::string input_region, output_region;
   std::map<std::string, SharedMemoryPlacement> input_placements;
   std::map<std::string, SharedMemoryPlacement> output_placements;
 };
 
-// Lays out and creates the regions. An output gets the bytes its metadata fixes (the batch dim filled in for a
-// model that batches); one whose size is not fixed (another variable dim, BYTES) gets `output_byte_size`, or when
-// that is 0 the larger of 100 KiB and the largest input. Windows start on 64-byte boundaries.
+// Lays out and creates the regions of `mode` (kSystem or kCuda). An output gets the bytes its metadata fixes (the
+// batch dim filled in for a model that batches); one whose size is not fixed (another variable dim, BYTES) gets
+// `output_byte_size`, or when that is 0 the larger of 100 KiB and the largest input. Windows start on 64-byte
+// boundaries. kCuda without a GPU: Unimplemented, saying why.
 Result<SharedMemoryRun> CreateSharedMemoryRun(const std::vector<GeneratedInput>& inputs, const ModelMetadata& metadata,
-                                              bool batches, int64_t batch_size, uint64_t output_byte_size);
+                                              bool batches, int64_t batch_size, uint64_t output_byte_size,
+                                              SharedMemoryMode mode = SharedMemoryMode::kSystem);
 
 }  // namespace weft

@@ -325,6 +325,29 @@ Status GrpcTransport::UnregisterSharedMemory(const std::string& region, std::chr
                   "SystemSharedMemoryUnregister '" + region + "'");
 }
 
+Status GrpcTransport::RegisterCudaSharedMemory(const std::string& region, std::span<const std::byte> handle,
+                                               int device_id, uint64_t byte_size,
+                                               std::chrono::nanoseconds timeout) const {
+  inference::CudaSharedMemoryRegisterRequest request;
+  request.set_name(region);
+  request.set_raw_handle(reinterpret_cast<const char*>(handle.data()), handle.size());
+  request.set_device_id(device_id);
+  request.set_byte_size(byte_size);
+  inference::CudaSharedMemoryRegisterResponse response;
+  auto context = impl_->Context(timeout);
+  return FromGrpc(impl_->setup->CudaSharedMemoryRegister(context.get(), request, &response),
+                  "CudaSharedMemoryRegister '" + region + "'");
+}
+
+Status GrpcTransport::UnregisterCudaSharedMemory(const std::string& region, std::chrono::nanoseconds timeout) const {
+  inference::CudaSharedMemoryUnregisterRequest request;
+  request.set_name(region);
+  inference::CudaSharedMemoryUnregisterResponse response;
+  auto context = impl_->Context(timeout);
+  return FromGrpc(impl_->setup->CudaSharedMemoryUnregister(context.get(), request, &response),
+                  "CudaSharedMemoryUnregister '" + region + "'");
+}
+
 PreparedRequest BuildGrpcInferRequest(const std::string& model, const std::string& version,
                                       const std::vector<GeneratedInput>& inputs, const InferRequestOptions& options) {
   inference::ModelInferRequest message;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,9 @@ class GrpcTransport final : public Transport {
   Status RegisterSharedMemory(const std::string& region, const std::string& key, uint64_t byte_size,
                               std::chrono::nanoseconds timeout) const;
   Status UnregisterSharedMemory(const std::string& region, std::chrono::nanoseconds timeout) const;
+  Status RegisterCudaSharedMemory(const std::string& region, std::span<const std::byte> handle, int device_id,
+                                  uint64_t byte_size, std::chrono::nanoseconds timeout) const;
+  Status UnregisterCudaSharedMemory(const std::string& region, std::chrono::nanoseconds timeout) const;
 
  private:
   struct Impl;

@@ -481,6 +481,32 @@ class CudaSharedMemoryTest(unittest.TestCase):
             region.close()
 
 
+class BenchCudaTest(unittest.TestCase):
+    """`weft bench --shared-memory cuda`: the whole run with a GPU, a clear refusal without one."""
+
+    def run_bench(self, protocol, port):
+        return subprocess.run([BINARY, "bench", "--model", "identity", "--shape", "INPUT0:1024", "--requests", "200",
+                               "--concurrency", "4", "--json", "-q", "--protocol", protocol,
+                               "--url", f"127.0.0.1:{port}", "--shared-memory", "cuda"],
+                              capture_output=True, text=True, timeout=120)
+
+    def test_both_protocols(self):
+        metadata = server.stub.ServerMetadata(pb.ServerMetadataRequest(), timeout=RPC_TIMEOUT)
+        gpu = "cuda_shared_memory" in metadata.extensions
+        for protocol, port in (("http", server.http_port), ("grpc", server.grpc_port)):
+            with self.subTest(protocol=protocol):
+                result = self.run_bench(protocol, port)
+                if not gpu:
+                    self.assertEqual(result.returncode, 2, result.stdout)
+                    self.assertIn("CUDA shared memory needs a GPU", result.stderr)
+                    continue
+                self.assertEqual(result.returncode, 0, result.stderr)
+                report = json.loads(result.stdout)
+                self.assertEqual(report["tensor_format"], "cuda_shared_memory")
+                self.assertEqual(report["successes"], 200, report["outcomes"])
+        self.assertEqual(server.http("GET", "/v2/cudasharedmemory/status"), (200, []))
+
+
 class SharedMemoryOffTest(unittest.TestCase):
     """Without --allow-shared-memory the extension is absent over both protocols."""
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,10 +39,13 @@ inline std::optional<std::vector<std::byte>> FromHex(const std::string& text) {
   return out;
 }
 
-// cuda_ipc_exporter (its path from the build) running as a child with its stdin and stdout on pipes.
+// cuda_ipc_exporter running as a child with its stdin and stdout on pipes: at `built_path` (where the build put it),
+// or at $WEFT_CUDA_IPC_EXPORTER when set (tests carried to another machine, bench/gpu/bundle_server_tests.sh).
 class ExporterProcess {
  public:
-  ExporterProcess(const std::string& path, int device, uint64_t byte_size) {
+  ExporterProcess(const std::string& built_path, int device, uint64_t byte_size) {
+    const char* moved = std::getenv("WEFT_CUDA_IPC_EXPORTER");
+    const std::string path = moved != nullptr && *moved != '\0' ? moved : built_path;
     signal(SIGPIPE, SIG_IGN);  // a child that died must fail the test, not kill it
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) return;
