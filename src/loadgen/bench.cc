@@ -82,15 +82,14 @@ std::string Base64(std::span<const std::byte> bytes) {
 
 // The body of POST v2/{system|cuda}sharedmemory/region/{r}/register for one of the run's two regions.
 std::string RegistrationBody(const SharedMemoryRun& shm, bool inputs) {
-  std::string body;
-  if (shm.mode == SharedMemoryMode::kCuda) {
+  if (shm.cuda_inputs) {
     const CudaSharedBuffer& buffer = inputs ? *shm.cuda_inputs : *shm.cuda_outputs;
     return "{\"raw_handle\":{\"b64\":\"" + Base64(buffer.handle()) +
            "\"},\"device_id\":" + std::to_string(buffer.device_id()) +
            ",\"byte_size\":" + std::to_string(buffer.byte_size()) + "}";
   }
   const ClientSharedMemory& object = inputs ? *shm.inputs : *shm.outputs;
-  body = "{\"key\":";
+  std::string body = "{\"key\":";
   AppendJsonString(&body, object.key());
   return body + ",\"offset\":0,\"byte_size\":" + std::to_string(object.byte_size()) + "}";
 }

@@ -55,7 +55,6 @@ Result<SharedMemoryRun> CreateSharedMemoryRun(const std::vector<GeneratedInput>&
                                               bool batches, int64_t batch_size, uint64_t output_byte_size,
                                               SharedMemoryMode mode) {
   SharedMemoryRun run;
-  run.mode = mode;
   std::string tag = "weft_bench_" + std::to_string(getpid());
   run.input_region = tag + "_inputs";
   run.output_region = tag + "_outputs";

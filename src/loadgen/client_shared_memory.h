@@ -42,11 +42,10 @@ class ClientSharedMemory {
 // another. All requests of the run share them (outputs are overwritten by each answer, which a benchmark never
 // reads). Region names and keys carry the process id, so runs side by side do not collide.
 struct SharedMemoryRun {
-  SharedMemoryMode mode = SharedMemoryMode::kSystem;
   // kSystem: the two POSIX objects.
   std::unique_ptr<ClientSharedMemory> inputs;
   std::unique_ptr<ClientSharedMemory> outputs;
-  // kCuda: the two allocations on GPU 0 (kCudaDevice), shared by their handles.
+  // kCuda: the two allocations on GPU 0 (kCudaDevice), shared by their handles; null for kSystem.
   static constexpr int kCudaDevice = 0;
   std::shared_ptr<CudaSharedBuffer> cuda_inputs;
   std::shared_ptr<CudaSharedBuffer> cuda_outputs;

@@ -59,7 +59,6 @@ struct SharedMemoryRegistry::Region {
   int fd = -1;
   std::shared_ptr<GuardedMapping> mapping;
   std::shared_ptr<CudaSharedBuffer> cuda;
-  int64_t device_id = 0;
 
   bool is_cuda() const { return cuda != nullptr; }
 
@@ -128,6 +127,10 @@ Status SharedMemoryRegistry::CheckNewRegion(const std::string& name) const {
   }
   if (!IsValidUtf8(name)) return InvalidArgument("a shared memory region name must be UTF-8");
   std::lock_guard lock(mu_);
+  return RoomFor(name);
+}
+
+Status SharedMemoryRegistry::RoomFor(const std::string& name) const {
   if (regions_.count(name)) return InvalidArgument("shared memory region " + Quoted(name) + " is already registered");
   if (regions_.size() >= options_.max_regions) {
     return ResourceExhausted("cannot register shared memory region " + Quoted(name) + ": " +
@@ -139,12 +142,10 @@ Status SharedMemoryRegistry::CheckNewRegion(const std::string& name) const {
 
 Status SharedMemoryRegistry::Insert(std::shared_ptr<Region> region) {
   // Checked again: another registration may have won the race while this one opened its memory. A refused
-  // region is closed outside the lock.
-  WEFT_RETURN_IF_ERROR(CheckNewRegion(region->name));
+  // region is closed with the parameter, after the lock is released.
   std::lock_guard lock(mu_);
-  if (!regions_.emplace(region->name, region).second) {
-    return InvalidArgument("shared memory region " + Quoted(region->name) + " is already registered");
-  }
+  WEFT_RETURN_IF_ERROR(RoomFor(region->name));
+  regions_.emplace(region->name, std::move(region));
   return Status::Ok();
 }
 
@@ -210,7 +211,6 @@ Status SharedMemoryRegistry::RegisterCuda(const std::string& name, std::span<con
   region->name = name;
   region->byte_size = byte_size;
   region->cuda = std::move(buffer).value();
-  region->device_id = device_id;
   return Insert(std::move(region));
 }
 
@@ -281,7 +281,7 @@ Result<std::vector<CudaSharedMemoryRegionStatus>> SharedMemoryRegistry::CudaRegi
   std::lock_guard lock(mu_);
   for (const auto& [n, r] : regions_) {
     if ((!name.empty() && n != name) || !r->is_cuda()) continue;
-    out.push_back({r->name, r->device_id, r->byte_size});
+    out.push_back({r->name, r->cuda->device_id(), r->byte_size});
   }
   if (!name.empty() && out.empty()) {
     return NotFound("no CUDA shared memory region " + Quoted(name) + " is registered");

@@ -142,8 +142,9 @@ class SharedMemoryRegistry {
 
  private:
   struct Region;
-  Status CheckNewRegion(const std::string& name) const;  // the name, and room for one more; takes mu_
-  Status Insert(std::shared_ptr<Region> region);         // checked again under mu_
+  Status CheckNewRegion(const std::string& name) const;  // the name, and RoomFor it; takes mu_
+  Status RoomFor(const std::string& name) const;         // the name is free and the limit not reached; needs mu_
+  Status Insert(std::shared_ptr<Region> region);         // RoomFor again, and the insertion, under one hold of mu_
   const Options options_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Region>> regions_;  // guarded by mu_
