@@ -6,6 +6,7 @@
 # build/fuzz/artifacts/<target>/. Inputs that found new coverage collect in build/fuzz/corpus/<target>.
 #
 # FUZZ_RUNS, when set, also stops each target after that many executions (the long run: docs/fuzzing.md).
+# FUZZ_BUILD_ONLY=1 builds the targets and runs none (tools/test_all.sh builds them while other stages test).
 #
 # Usage: tools/fuzz.sh [target...]            every target when none is named
 #        FUZZ_RUNS=10000000 FUZZ_SECONDS=3600 nice tools/fuzz.sh config_pbtxt
@@ -33,6 +34,7 @@ cmake -S . -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER="${FUZZ_CXX:-clang++-16}"
   -DWEFT_FUZZ=ON -DWEFT_SANITIZE=address,undefined -DWEFT_BUILD_TESTS=OFF -DWEFT_WITH_TORCH=OFF \
   -DWEFT_WITH_OPENCV=OFF -DWEFT_WITH_CUDA=OFF >/dev/null
 ninja -C build/fuzz -j"$(nproc)" weft_fuzz
+[[ "${FUZZ_BUILD_ONLY:-}" == 1 ]] && exit 0
 
 failed=()
 summary=()

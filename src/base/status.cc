@@ -17,6 +17,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kOutOfMemory: return "OUT_OF_MEMORY";
     case StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
     case StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
+    case StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
   }
   return "UNKNOWN";
 }

@@ -25,10 +25,11 @@ enum class StatusCode : uint8_t {
   kOutOfMemory,        // a model's execution could not allocate (device or host memory); the server's fault
   kUnauthenticated,    // no credential, or one that is not valid (unknown key, bad signature, expired)
   kPermissionDenied,   // a valid credential without the scope the route needs
+  kAlreadyExists,      // a name the client chose is taken (a shared memory region's)
 };
 
 // The last code: arrays indexed by code have kStatusCodeCount entries.
-inline constexpr size_t kStatusCodeCount = static_cast<size_t>(StatusCode::kPermissionDenied) + 1;
+inline constexpr size_t kStatusCodeCount = static_cast<size_t>(StatusCode::kAlreadyExists) + 1;
 
 std::string_view StatusCodeName(StatusCode code);
 
@@ -74,6 +75,7 @@ inline Status Internal(std::string m) { return Status(StatusCode::kInternal, std
 inline Status OutOfMemory(std::string m) { return Status(StatusCode::kOutOfMemory, std::move(m)); }
 inline Status Unauthenticated(std::string m) { return Status(StatusCode::kUnauthenticated, std::move(m)); }
 inline Status PermissionDenied(std::string m) { return Status(StatusCode::kPermissionDenied, std::move(m)); }
+inline Status AlreadyExists(std::string m) { return Status(StatusCode::kAlreadyExists, std::move(m)); }
 
 }  // namespace weft
 

@@ -24,7 +24,10 @@ TEST(GpuMetricsNvmlTest, NvmlReadsEveryGpuOrSaysWhyNot) {
     ASSERT_TRUE(r.memory_total_bytes.has_value());
     EXPECT_GT(*r.memory_total_bytes, 0);
     EXPECT_LE(*r.memory_used_bytes, *r.memory_total_bytes);
-    if (r.power_watts) EXPECT_GT(*r.power_limit_watts, 0);
+    if (r.power_watts) {
+      ASSERT_TRUE(r.power_limit_watts.has_value());
+      EXPECT_GT(*r.power_limit_watts, 0);
+    }
   }
   MetricsRegistry registry;
   GpuMetrics metrics(&registry);

@@ -32,7 +32,8 @@ CallOutcome ClassifyForBreaker(const Status& status) {
     case StatusCode::kAborted:
     case StatusCode::kUnimplemented:
     case StatusCode::kUnauthenticated:
-    case StatusCode::kPermissionDenied: return CallOutcome::kIgnored;
+    case StatusCode::kPermissionDenied:
+    case StatusCode::kAlreadyExists: return CallOutcome::kIgnored;
   }
   return CallOutcome::kIgnored;
 }

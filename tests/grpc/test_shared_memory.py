@@ -164,8 +164,9 @@ class GrpcSharedMemoryTest(unittest.TestCase):
                                                        timeout=RPC_TIMEOUT)
             self.assertEqual(e.exception.code(), code, fields)
         grpc_register("r", region.key, 128, offset=64)
-        with self.assertRaises(grpc.RpcError):
+        with self.assertRaises(grpc.RpcError) as e:
             grpc_register("r", region.key, 16)  # the name is taken
+        self.assertEqual(e.exception.code(), grpc.StatusCode.ALREADY_EXISTS)  # as Triton answers
 
         def infer(offset, byte_size, region_name="r", count=4):
             request = pb.ModelInferRequest(model_name="identity")

@@ -20,6 +20,7 @@ grpc::StatusCode GrpcCodeFor(StatusCode code) {
     case StatusCode::kOutOfMemory: return grpc::StatusCode::RESOURCE_EXHAUSTED;
     case StatusCode::kUnauthenticated: return grpc::StatusCode::UNAUTHENTICATED;
     case StatusCode::kPermissionDenied: return grpc::StatusCode::PERMISSION_DENIED;
+    case StatusCode::kAlreadyExists: return grpc::StatusCode::ALREADY_EXISTS;
   }
   return grpc::StatusCode::INTERNAL;
 }

@@ -16,6 +16,10 @@ TEST(GrpcStatusTest, EveryCodeMapsToItsGrpcCode) {
   EXPECT_EQ(GrpcCodeFor(StatusCode::kAborted), grpc::StatusCode::ABORTED);
   EXPECT_EQ(GrpcCodeFor(StatusCode::kUnimplemented), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_EQ(GrpcCodeFor(StatusCode::kInternal), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(GrpcCodeFor(StatusCode::kOutOfMemory), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(GrpcCodeFor(StatusCode::kUnauthenticated), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(GrpcCodeFor(StatusCode::kPermissionDenied), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(GrpcCodeFor(StatusCode::kAlreadyExists), grpc::StatusCode::ALREADY_EXISTS);
 }
 
 TEST(GrpcStatusTest, CarriesTheMessage) {

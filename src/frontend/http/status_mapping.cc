@@ -21,6 +21,8 @@ unsigned HttpStatusFor(StatusCode code) {
     case StatusCode::kOutOfMemory: return 503;
     case StatusCode::kUnauthenticated: return 401;
     case StatusCode::kPermissionDenied: return 403;
+    // Triton answers a taken name with 400 over HTTP (ALREADY_EXISTS over gRPC); 409 would break its clients' checks.
+    case StatusCode::kAlreadyExists: return 400;
   }
   return 500;
 }

@@ -131,7 +131,7 @@ Status SharedMemoryRegistry::CheckNewRegion(const std::string& name) const {
 }
 
 Status SharedMemoryRegistry::RoomFor(const std::string& name) const {
-  if (regions_.count(name)) return InvalidArgument("shared memory region " + Quoted(name) + " is already registered");
+  if (regions_.count(name)) return AlreadyExists("shared memory region " + Quoted(name) + " is already registered");
   if (regions_.size() >= options_.max_regions) {
     return ResourceExhausted("cannot register shared memory region " + Quoted(name) + ": " +
                              std::to_string(options_.max_regions) +

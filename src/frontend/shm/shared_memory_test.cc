@@ -75,7 +75,7 @@ TEST(SharedMemoryRegistryTest, RegistersChecksAgainstTheObjectSizeAndReportsStat
   EXPECT_EQ(registry.Register("r", "/weft_no_such_key_for_test", 0, 16).code(), StatusCode::kNotFound);
   EXPECT_EQ(registry.Register("r", "/dev/shm/x", 0, 16).code(), StatusCode::kInvalidArgument);
   ASSERT_TRUE(registry.Register("r", object.key(), 64, 1024).ok());
-  EXPECT_EQ(registry.Register("r", object.key(), 0, 16).code(), StatusCode::kInvalidArgument);  // taken
+  EXPECT_EQ(registry.Register("r", object.key(), 0, 16).code(), StatusCode::kAlreadyExists);
   ASSERT_TRUE(registry.Register("s", object.key(), 0, 4096).ok());
 
   auto all = registry.Regions("");
@@ -423,9 +423,9 @@ TEST_F(CudaRegionTest, RegistersListsAndUnregistersApartFromSystemRegions) {
 
   // One namespace for both kinds, as in Triton; each kind's status and unregister see only its own regions.
   ShmObject object(64);
-  EXPECT_EQ(registry_.Register("gpu", object.key(), 0, 64).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry_.Register("gpu", object.key(), 0, 64).code(), StatusCode::kAlreadyExists);
   ASSERT_TRUE(registry_.Register("host", object.key(), 0, 64).ok());
-  EXPECT_EQ(registry_.RegisterCuda("host", Handle(), 0, 64).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry_.RegisterCuda("host", Handle(), 0, 64).code(), StatusCode::kAlreadyExists);
   EXPECT_EQ(registry_.Regions("")->size(), 1u);
   EXPECT_EQ(registry_.CudaRegions("")->size(), 1u);
   EXPECT_EQ(registry_.Regions("gpu").status().code(), StatusCode::kNotFound);
