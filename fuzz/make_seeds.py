@@ -589,6 +589,39 @@ NUMBERS = ["0", "1", "-1", "255", "256", "65536", "2147483648", "4294967295", "4
            "1e308", "-1e39", "3.4028235e38", "65504", "0.1"]
 
 
+# --- loadgen_replies: "<--url>\n<--shape>\n<--header>\n<--parameter>\n<batch, string length>\n<config reply>\n<metadata>"
+
+def loadgen(name, url, shape, header, parameter, sizes, config, metadata):
+    write("loadgen_replies", name, "\n".join([url, shape, header, parameter, sizes, config, metadata]))
+
+
+def loadgen_seeds():
+    def tensor(name, datatype, shape):
+        return {"name": name, "datatype": datatype, "shape": shape}
+
+    mlp = j({"name": "mlp", "versions": ["1"], "platform": "pytorch_libtorch",
+             "inputs": [tensor("INPUT0", "FP32", [-1, 64])], "outputs": [tensor("OUTPUT0", "FP32", [-1, 10])]})
+    loadgen("mlp", "http://localhost:8000", "", "Authorization: Bearer secret", "priority=2", "\x01\x10",
+            j({"name": "mlp", "max_batch_size": 8}), mlp)
+    loadgen("mlp_batch_4", "localhost:8000/prefix/", "", "X-Request-Id:  abc ", "sequence_id=7", "\x03\x10",
+            j({"name": "mlp", "max_batch_size": 8}), mlp)
+    image = j({"name": "detector", "inputs": [tensor("image", "UINT8", [-1, 3, -1, -1])],
+               "outputs": [tensor("boxes", "FP32", [-1, 100, 4])]})
+    loadgen("image_shape_flag", "http://[::1]:8000", "image:3,32,16", "", "", "\x01\x00",
+            j({"max_batch_size": 4}), image)
+    strings = j({"name": "strings", "inputs": [tensor("text", "BYTES", [2]), tensor("flag", "BOOL", [1]),
+                                               tensor("h", "FP16", [4]), tensor("b", "BF16", [4]),
+                                               tensor("i", "INT64", [3]), tensor("d", "FP64", [2])]})
+    loadgen("strings_no_batching", "grpc://127.0.0.1:8001", "", "", "tag=a b", "\x00\x05", "{}", strings)
+    loadgen("names_to_escape", "http://h:1/", "", "", "", "\x00\x02", "not json",
+            j({"inputs": [tensor('quote" back\\ tab\t nl\n \u00e9 \u2603', "INT8", [2])]}))
+    loadgen("two_gigabytes_together", "h", "", "", "", "\x00\x00", j({"max_batch_size": 0}),
+            j({"inputs": [tensor("small", "UINT8", [1024]), tensor("large", "UINT8", [(2 << 30) - 512])]}))
+    loadgen("over_two_gigabytes", "h", "", "", "", "\x00\x00", "{}",
+            j({"inputs": [tensor("f", "FP32", [1 << 20, 1 << 10])]}))
+    loadgen("no_inputs", "", "", "", "", "", "", j({"name": "m", "inputs": []}))
+
+
 def varint(n):
     """n in protobuf's base-128 wire encoding, as the packed `shape` field holds it."""
     out = bytearray()
@@ -624,6 +657,13 @@ def dictionaries():
                   '"log_format"', '"ISO8601"', '"default"']
                + ["rollout\n", "16", "17", "4096", "4097", "10000000", "10000001", "604800000", "604800001", "1e9",
                   "1000000001", "1e-300", "5e-324"])
+    write_dict("loadgen.dict", "loadgen_replies_fuzz: model metadata and configuration replies, weft bench's flags.",
+               ['"name"', '"datatype"', '"shape"', '"inputs"', '"outputs"', '"max_batch_size"', '"versions"']
+               + ['"%s"' % t for t in ("BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
+                                       "INT64", "FP16", "BF16", "FP32", "FP64", "BYTES")]
+               + ["http://", "https://", "grpc://", "[::1]", ":8000", ":65535", ":65536", ":0", "/", "\n", ":", ",",
+                  "=", "-1", "0", "1", "2147483648", "2147483647", "9223372036854775807", "[", "]", "{}", "[-1,"]
+               + ["Authorization: Bearer ", "\r", "\x00"])
     write_dict("content_coding.dict", "content_coding_fuzz: coding names and Accept-Encoding syntax.",
                ["gzip", "x-gzip", "deflate", "identity", "*", "q=", ";q=0", ";q=1", ";q=0.5", ", ", "\n",
                 "\x1f\x8b\x08\x00", "\x78\x9c", "\x78\x01", "\x78\xda"])
@@ -693,6 +733,7 @@ def main():
     content_coding_seeds()
     trace_context_seeds()
     credentials_seeds()
+    loadgen_seeds()
     dictionaries()
     for target in sorted(CORPUS.iterdir()):
         files = list(target.iterdir())

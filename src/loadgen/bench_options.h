@@ -78,8 +78,9 @@ struct BenchOptions {
 Result<std::pair<std::string, std::vector<int64_t>>> ParseShapeFlag(const std::string& text);
 // Parses "key=value" for --parameter: an int64 when the whole value parses as one, else the string.
 Result<std::pair<std::string, BenchParameterValue>> ParseParameterFlag(const std::string& text);
-// Parses "Name: value" for --header: the name an HTTP token (letters, digits and !#$%&'*+-.^_`|~), the value
-// printable ASCII (spaces around it dropped). InvalidArgument otherwise: a CR or LF would split the request.
+// Parses "Name: value" for --header: the name an HTTP token (letters, digits and !#$%&'*+-.^_`|~), the value a field
+// value of RFC 9110 (no control byte but a tab inside it; spaces and tabs around it dropped). InvalidArgument
+// otherwise: a CR or LF would split the request.
 Result<std::pair<std::string, std::string>> ParseHeaderFlag(const std::string& text);
 // Checks the options against each other (one load mode, positive bounds, flags that do not mix with
 // --input-data). InvalidArgument says which flag is wrong.

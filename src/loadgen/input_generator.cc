@@ -150,6 +150,8 @@ Result<std::vector<GeneratedInput>> GenerateInputs(const ModelMetadata& metadata
   WEFT_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> shapes, ResolveInputShapes(metadata, options));
   DeterministicRandom random(options.seed);
   std::vector<GeneratedInput> inputs;
+  // The server's metadata may list any number of inputs: the bound holds for all of them together, not each alone.
+  int64_t total_bytes = 0;
   for (size_t i = 0; i < metadata.inputs.size(); ++i) {
     GeneratedInput input{.name = metadata.inputs[i].name, .datatype = metadata.inputs[i].datatype, .shape = shapes[i]};
     int64_t element_bytes = input.datatype == DataType::kBytes ? 4 + options.string_length
@@ -161,6 +163,10 @@ Result<std::vector<GeneratedInput>> GenerateInputs(const ModelMetadata& metadata
       }
       bytes *= d;
     }
+    if (bytes > kMaxInputBytes - total_bytes) {
+      return InvalidArgument("the model's inputs together exceed 2 GiB (at input '" + input.name + "')");
+    }
+    total_bytes += bytes;
     input.data.reserve(static_cast<size_t>(bytes));
     AppendRandomElements(input.datatype, input.element_count(), options.string_length, &random, &input.data);
     inputs.push_back(std::move(input));

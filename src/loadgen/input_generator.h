@@ -45,7 +45,7 @@ Result<std::vector<std::vector<int64_t>>> ResolveInputShapes(const ModelMetadata
 // Deterministic pseudo-random data for every input, fixed by the seed: FP32/FP64 uniform in [-1, 1]; FP16 and
 // BF16 on a grid that both represent exactly (k/1024, k/128); integers in [0, 100), which stays valid as an
 // index into small tables; BOOL 0 or 1; BYTES elements of string_length characters from [a-z0-9].
-// InvalidArgument when shapes do not resolve or an input would exceed 2 GiB.
+// InvalidArgument when shapes do not resolve or the inputs together would exceed 2 GiB.
 Result<std::vector<GeneratedInput>> GenerateInputs(const ModelMetadata& metadata,
                                                    const InputGenerationOptions& options);
 

@@ -129,5 +129,21 @@ TEST(GenerateInputsTest, RefusesInputsOverTwoGigabytes) {
   EXPECT_FALSE(GenerateInputs(m, {.max_batch_size = 0}).ok());
 }
 
+// A server's metadata may list many inputs, each under the bound alone (a thousand of 1.5 GiB would be 1.5 TB). The
+// bound is on their sum, checked before an input is allocated.
+TEST(GenerateInputsTest, RefusesInputsOverTwoGigabytesTogether) {
+  const int64_t just_under = (int64_t{2} << 30) - 512;
+  ModelMetadata m = Model({{"small", DataType::kUint8, {1024}}, {"large", DataType::kUint8, {just_under}}});
+  Result<std::vector<GeneratedInput>> refused = GenerateInputs(m, {.max_batch_size = 0});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("together exceed 2 GiB (at input 'large')"), std::string::npos)
+      << refused.status().message();
+  // Two inputs that fit together are generated.
+  auto two =
+      GenerateInputs(Model({{"a", DataType::kUint8, {1024}}, {"b", DataType::kFp32, {256}}}), {.max_batch_size = 0});
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ((*two)[0].data.size() + (*two)[1].data.size(), 2048u);
+}
+
 }  // namespace
 }  // namespace weft
