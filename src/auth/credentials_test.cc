@@ -46,6 +46,21 @@ TEST(ParseBearerTest, RefusesOtherSchemesAndMalformedTokens) {
   }
 }
 
+// Every byte inside a token, against the RFCs' alphabets written out here: token68 (RFC 6750) for the header, and
+// base64url (RFC 4648) for a JWT's segments.
+TEST(ParseBearerTest, EveryByteIsClassedAsRfc6750Says) {
+  const std::string_view token68 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/";
+  const std::string_view base64url = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  for (int b = 0; b < 256; ++b) {
+    const char c = static_cast<char>(b);
+    const std::string token = std::string("a") + c + "a";
+    const bool in_token68 = token68.find(c) != std::string_view::npos;
+    EXPECT_EQ(ParseBearer("Bearer " + token).ok(), in_token68) << "byte " << b;
+    const bool in_base64url = base64url.find(c) != std::string_view::npos;
+    EXPECT_EQ(LooksLikeJwt(token + ".b.c"), in_base64url) << "byte " << b;
+  }
+}
+
 TEST(LooksLikeJwtTest, WantsThreeNonEmptyBase64UrlSegments) {
   EXPECT_TRUE(LooksLikeJwt("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"));
   EXPECT_TRUE(LooksLikeJwt("a.b.c"));
