@@ -38,12 +38,7 @@ rm -f "$WORK/peers/results/"*
 # The peers' model files, as a Triton user would lay them out: <model>_pt (TorchScript) and <model>_onnx.
 REPO=$WORK/repo
 source "$ROOT/bench/peer_models.sh"
-M=$WORK/peers/models
-DB='dynamic_batching { }'
-peer_model "$REPO" mlp_pt "$M" mlp.pt pytorch_libtorch INPUT0 64 OUTPUT0 10 "$DB"
-peer_model "$REPO" mlp_onnx "$M" mlp.onnx onnxruntime_onnx INPUT0 64 OUTPUT0 10 "$DB"
-peer_model "$REPO" convnet_pt "$M" convnet.pt pytorch_libtorch images "3, 224, 224" out "6, 27, 27" "$DB"
-peer_model "$REPO" convnet_onnx "$M" convnet.onnx onnxruntime_onnx images "3, 224, 224" out "6, 27, 27" "$DB"
+peer_repository "$REPO" "$WORK/peers/models" || exit 1
 PEERS_MODELS=$WORK/peers/models /usr/bin/python3 "$ROOT/bench/make_bodies.py" "$WORK/bodies" >/dev/null || exit 1
 
 run_wrk() {  # url body_file header_length path conns

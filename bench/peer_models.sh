@@ -16,3 +16,15 @@ peer_model() {
     for line in "$@"; do echo "$line"; done
   } > "$repo/$name/config.pbtxt"
 }
+
+# peer_repository REPO MODELS_DIR: the four files as the side-by-side benchmarks serve them, with dynamic batching:
+# mlp_pt and convnet_pt (TorchScript, what FastAPI runs), mlp_onnx and convnet_onnx (what the node peer runs).
+peer_repository() {
+  local repo=$1 models=$2 batching='dynamic_batching { }'
+  peer_model "$repo" mlp_pt "$models" mlp.pt pytorch_libtorch INPUT0 64 OUTPUT0 10 "$batching" &&
+    peer_model "$repo" mlp_onnx "$models" mlp.onnx onnxruntime_onnx INPUT0 64 OUTPUT0 10 "$batching" &&
+    peer_model "$repo" convnet_pt "$models" convnet.pt pytorch_libtorch images "3, 224, 224" out "6, 27, 27" \
+      "$batching" &&
+    peer_model "$repo" convnet_onnx "$models" convnet.onnx onnxruntime_onnx images "3, 224, 224" out "6, 27, 27" \
+      "$batching"
+}

@@ -19,12 +19,7 @@ chmod -R u+w "$WORK/peers"
 (cd "$WORK/peers" && /usr/bin/python3 make_models.py >/dev/null)
 REPO=$WORK/repo
 source "$ROOT/bench/peer_models.sh"
-M=$WORK/peers/models
-DB='dynamic_batching { }'
-peer_model "$REPO" mlp_pt "$M" mlp.pt pytorch_libtorch INPUT0 64 OUTPUT0 10 "$DB"
-peer_model "$REPO" mlp_onnx "$M" mlp.onnx onnxruntime_onnx INPUT0 64 OUTPUT0 10 "$DB"
-peer_model "$REPO" convnet_pt "$M" convnet.pt pytorch_libtorch images "3, 224, 224" out "6, 27, 27" "$DB"
-peer_model "$REPO" convnet_onnx "$M" convnet.onnx onnxruntime_onnx images "3, 224, 224" out "6, 27, 27" "$DB"
+peer_repository "$REPO" "$WORK/peers/models" || exit 1
 
 rss_pss() {  # "<VmRSS MiB> <Pss MiB>" of one process
   echo "$(awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status") $(awk '/^Pss:/ {printf "%.1f", $2 / 1024}' \

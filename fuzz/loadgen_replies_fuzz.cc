@@ -153,22 +153,23 @@ void CheckModel(std::string_view config_reply, std::string_view metadata_reply, 
   Result<std::vector<std::vector<int64_t>>> resolved = ResolveInputShapes(*metadata, options);
   if (!resolved.ok()) return;
   WEFT_CHECK(resolved->size() == metadata->inputs.size()) << "shapes for some inputs only";
+  std::vector<unsigned __int128> bytes;  // each input's, in order
   unsigned __int128 total = 0;
   for (size_t i = 0; i < resolved->size(); ++i) {
     const std::vector<int64_t>& shape = (*resolved)[i];
     WEFT_CHECK(shape.size() == metadata->inputs[i].shape.size()) << "input " << i << " changed rank";
     for (int64_t d : shape) WEFT_CHECK(d >= 0) << "input " << i << " resolved to dim " << d;
-    total += ExpectedBytes(metadata->inputs[i].datatype, shape, string_length);
+    bytes.push_back(ExpectedBytes(metadata->inputs[i].datatype, shape, string_length));
+    total += bytes.back();
   }
   if (total > kMaxGeneratedBytes && total <= kGeneratorBound) return;  // allowed, and too large to fill here
   if (total > kGeneratorBound) {
     // Refused before the input that passes the bound is allocated; the ones before it fit kMaxGeneratedBytes only
     // when they are small, so ask only then.
     unsigned __int128 before = 0;
-    for (size_t i = 0; i < resolved->size(); ++i) {
-      unsigned __int128 bytes = ExpectedBytes(metadata->inputs[i].datatype, (*resolved)[i], string_length);
-      if (before + bytes > kGeneratorBound) break;
-      before += bytes;
+    for (unsigned __int128 b : bytes) {
+      if (before + b > kGeneratorBound) break;
+      before += b;
     }
     if (before > kMaxGeneratedBytes) return;
     WEFT_CHECK(!GenerateInputs(*metadata, options).ok()) << "inputs over 2 GiB together were generated";
@@ -180,8 +181,7 @@ void CheckModel(std::string_view config_reply, std::string_view metadata_reply, 
   for (size_t i = 0; i < inputs->size(); ++i) {
     const GeneratedInput& input = (*inputs)[i];
     WEFT_CHECK(input.shape == (*resolved)[i]) << "input " << i << " generated in another shape";
-    WEFT_CHECK(input.data.size() == ExpectedBytes(input.datatype, input.shape, string_length))
-        << "input '" << input.name << "' has " << input.data.size() << " bytes";
+    WEFT_CHECK(input.data.size() == bytes[i]) << "input '" << input.name << "' has " << input.data.size() << " bytes";
   }
   CheckRequests(*inputs);
 }
