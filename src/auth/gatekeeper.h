@@ -31,11 +31,29 @@ struct GatekeeperOptions {
   size_t max_rate_limited_identities = 100000;      // token buckets held at once
 };
 
+// What the gatekeeper keeps between the requests of one connection: the key set it last read and the JWT the
+// connection last presented, so that a keep-alive client's next request is admitted without parsing its
+// credential again and without writing memory that the other I/O threads share (docs/security.md). Owned by the
+// connection and used by one thread at a time. A connection that never calls holds one pointer.
+class CallerMemo {
+ public:
+  CallerMemo();
+  ~CallerMemo();
+  CallerMemo(const CallerMemo&) = delete;
+  CallerMemo& operator=(const CallerMemo&) = delete;
+
+ private:
+  friend class Gatekeeper;
+  struct Contents;
+  std::unique_ptr<Contents> contents_;
+};
+
 // Who a request comes from, as its frontend saw it. Views: valid for the call only.
 struct Caller {
   std::string_view authorization;   // the Authorization header (HTTP) or authorization metadata (gRPC); may be empty
   std::string_view client_subject;  // a verified client certificate's subject (mTLS); empty when none
   std::string_view peer_address;    // the client's IP address
+  CallerMemo* memo = nullptr;       // the connection's, when it has one
 };
 
 // The answer for one request.

@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "auth/api_keys.h"
+#include "auth/jwt_testing.h"
 
 namespace weft {
 namespace {
@@ -200,6 +202,88 @@ TEST_F(GatekeeperTest, AJwtWithoutAJwksIsRefused) {
   auto gatekeeper = Make({.keys_file = keys_});
   EXPECT_EQ(gatekeeper->Admit(Bearer("Bearer aaa.bbb.ccc"), Permission::kInfer, "m", "r").status.code(),
             StatusCode::kUnauthenticated);
+}
+
+// A verified JWT is kept by its credential's text, in the cache and in the connection's memo; keeping it must not
+// outlive the key that signed it.
+TEST_F(GatekeeperTest, AVerifiedJwtIsKeptUntilItsKeyLeavesTheKeySet) {
+  const std::string jwks = (dir_ / "jwks.json").string();
+  auto write_jwks = [&jwks](std::string_view secret) {
+    std::ofstream(jwks + ".tmp") << jwt_testing::Jwks({jwt_testing::OctJwk(secret, "k")});
+    std::filesystem::rename(jwks + ".tmp", jwks);
+  };
+  const std::string payload = R"({"sub":"alice","iss":"iss","aud":"weft","scope":"infer","exp":)" +
+                              std::to_string(std::time(nullptr) + 600) + "}";
+  auto token_of = [&payload](std::string secret) {
+    return jwt_testing::Token(R"({"alg":"HS256","kid":"k"})", payload,
+                              [secret](std::string_view data) { return jwt_testing::Hmac(secret, data); });
+  };
+  const std::string first = "first-secret-0123456789abcdef0123";
+  const std::string second = "second-secret-0123456789abcdef012";
+
+  for (bool with_memo : {false, true}) {
+    SCOPED_TRACE(with_memo ? "with a memo" : "without a memo");
+    write_jwks(first);
+    auto gatekeeper = Make({.jwks_file = jwks, .jwt = {.issuer = "iss", .audience = "weft"}});
+    CallerMemo memo;
+    auto caller = [&](const std::string& header) {
+      return Caller{.authorization = header, .peer_address = "10.0.0.1", .memo = with_memo ? &memo : nullptr};
+    };
+    auto admit = [&](const std::string& header, Permission permission = Permission::kInfer) {
+      return gatekeeper->Admit(caller(header), permission, "m", "r");
+    };
+    const std::string credential = "Bearer " + token_of(first);
+
+    for (int i = 0; i < 3; ++i) {  // verified, then found
+      Admission admitted = admit(credential);
+      EXPECT_TRUE(admitted.status.ok()) << admitted.status.ToString();
+      EXPECT_EQ(admitted.identity, "jwt:alice");
+    }
+    EXPECT_EQ(admit(credential, Permission::kAdmin).status.code(), StatusCode::kPermissionDenied);  // scopes count
+    EXPECT_TRUE(admit("bearer  " + token_of(first)).status.ok());
+    // Another text is parsed on its own, whatever was verified before, and does not stop the first from counting.
+    EXPECT_EQ(admit(credential + "!").status.code(), StatusCode::kUnauthenticated);
+    EXPECT_EQ(admit(credential.substr(0, credential.size() - 2)).status.code(), StatusCode::kUnauthenticated);
+    EXPECT_EQ(admit("Bearer " + token_of(second)).status.code(), StatusCode::kUnauthenticated);
+    EXPECT_TRUE(admit(credential).status.ok());
+
+    write_jwks(second);
+    ASSERT_TRUE(gatekeeper->ReloadNow().ok());
+    EXPECT_EQ(admit(credential).status.code(), StatusCode::kUnauthenticated);
+    EXPECT_EQ(admit("bearer  " + token_of(first)).status.code(), StatusCode::kUnauthenticated);
+    EXPECT_TRUE(admit("Bearer " + token_of(second)).status.ok());
+  }
+}
+
+// A connection's memo keeps the key set it read, never past a change of the file, and never the secret: a key
+// is found by its hash at every request.
+TEST_F(GatekeeperTest, AConnectionsMemoFollowsTheKeyFileAndItsGatekeeper) {
+  WriteKeys(R"({"keys": [)" + Key("cam", kCamSecret, R"("infer")") + "]}");
+  auto gatekeeper = Make({.keys_file = keys_});
+  CallerMemo memo;
+  const std::string cam = std::string("Bearer ") + kCamSecret;
+  const std::string ops = std::string("Bearer ") + kOpsSecret;
+  auto admit = [&memo](Gatekeeper& g, const std::string& header) {
+    return g.Admit(Caller{.authorization = header, .peer_address = "10.0.0.1", .memo = &memo}, Permission::kInfer, "m",
+                   "r");
+  };
+  EXPECT_TRUE(admit(*gatekeeper, cam).status.ok());
+  EXPECT_EQ(admit(*gatekeeper, ops).status.code(), StatusCode::kUnauthenticated);
+
+  WriteKeys(R"({"keys": [)" + Key("ops", kOpsSecret, R"("infer")") + "]}");
+  ASSERT_TRUE(gatekeeper->ReloadNow().ok());
+  EXPECT_EQ(admit(*gatekeeper, cam).status.code(), StatusCode::kUnauthenticated);
+  Admission ops_admitted = admit(*gatekeeper, ops);
+  EXPECT_TRUE(ops_admitted.status.ok());
+  EXPECT_EQ(ops_admitted.identity, "key:ops");
+
+  // The same connection object in front of another gatekeeper (a test's, or a restarted server's) starts over.
+  WriteKeys(R"({"keys": [)" + Key("cam", kCamSecret, R"("infer")") + "]}");
+  auto other = Make({.keys_file = keys_});
+  EXPECT_TRUE(admit(*other, cam).status.ok());
+  EXPECT_EQ(admit(*other, ops).status.code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(admit(*gatekeeper, cam).status.code(), StatusCode::kUnauthenticated);  // its own file, not reread
+  EXPECT_TRUE(admit(*gatekeeper, ops).status.ok());
 }
 
 TEST_F(GatekeeperTest, AuditLinesAreRateLimited) {

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "auth/jwt_testing.h"
+
 namespace weft {
 namespace {
 
@@ -24,26 +26,12 @@ constexpr std::string_view kIssuer = "https://issuer.example";
 constexpr std::string_view kAudience = "weft";
 
 using Pkey = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
-using Signer = std::function<std::string(std::string_view)>;
-
-std::string Base64Url(std::string_view bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  size_t i = 0;
-  auto byte = [&bytes](size_t at) { return static_cast<uint32_t>(static_cast<uint8_t>(bytes[at])); };
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const uint32_t group = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
-    for (int shift : {18, 12, 6, 0}) out += kAlphabet[group >> shift & 63];
-  }
-  if (bytes.size() - i == 1) {
-    const uint32_t group = byte(i) << 16;
-    for (int shift : {18, 12}) out += kAlphabet[group >> shift & 63];
-  } else if (bytes.size() - i == 2) {
-    const uint32_t group = byte(i) << 16 | byte(i + 1) << 8;
-    for (int shift : {18, 12, 6}) out += kAlphabet[group >> shift & 63];
-  }
-  return out;
-}
+using jwt_testing::Base64Url;
+using jwt_testing::Hmac;
+using jwt_testing::Jwks;
+using jwt_testing::OctJwk;
+using jwt_testing::Signer;
+using jwt_testing::Token;
 
 // A BIGNUM parameter of `key` as big-endian bytes, left-padded to `size` when it is not zero.
 std::string BignumParam(EVP_PKEY* key, const char* name, int size = 0) {
@@ -72,17 +60,6 @@ std::string EcJwk(EVP_PKEY* key, std::string_view kid, std::string_view extra = 
          Base64Url(BignumParam(key, OSSL_PKEY_PARAM_EC_PUB_Y, 32)) + "\"" + std::string(extra) + "}";
 }
 
-std::string OctJwk(std::string_view secret, std::string_view kid, std::string_view extra = "") {
-  return std::string(R"({"kty":"oct")") + (kid.empty() ? "" : R"(,"kid":")" + std::string(kid) + "\"") + R"(,"k":")" +
-         Base64Url(secret) + "\"" + std::string(extra) + "}";
-}
-
-std::string Jwks(const std::vector<std::string>& keys) {
-  std::string out = R"({"keys":[)";
-  for (size_t i = 0; i < keys.size(); ++i) out += (i ? "," : "") + keys[i];
-  return out + "]}";
-}
-
 // An RSA (PKCS #1 v1.5) or ECDSA (DER) signature with SHA-256, as OpenSSL makes it.
 std::string SignWith(EVP_PKEY* key, std::string_view data) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
@@ -108,20 +85,6 @@ std::string DerToRaw(std::string_view der) {
   BN_bn2binpad(ECDSA_SIG_get0_r(sig.get()), reinterpret_cast<unsigned char*>(out.data()), 32);
   BN_bn2binpad(ECDSA_SIG_get0_s(sig.get()), reinterpret_cast<unsigned char*>(out.data()) + 32, 32);
   return out;
-}
-
-std::string Hmac(std::string_view secret, std::string_view data) {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &size);
-  return std::string(reinterpret_cast<char*>(mac), size);
-}
-
-// A compact JWS of `header` and `payload` (JSON text), signed by `sign` over the first two segments.
-std::string Token(std::string_view header, std::string_view payload, const Signer& sign) {
-  const std::string signed_part = Base64Url(header) + "." + Base64Url(payload);
-  return signed_part + "." + Base64Url(sign(signed_part));
 }
 
 std::string Payload(const std::string& extra = "") {

@@ -33,6 +33,7 @@
 #include <variant>
 
 #include "auth/certificate_subject.h"
+#include "auth/gatekeeper.h"
 #include "base/ascii.h"
 #include "base/json_string.h"
 #include "base/log.h"
@@ -758,6 +759,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Asked once per connection, given to each request.
   const std::string peer_address_;
   std::string client_subject_;  // set by the handshake
+  CallerMemo caller_memo_;
   Stream stream_;
   net::steady_timer timer_;
   beast::flat_buffer buffer_;
@@ -860,6 +862,7 @@ void Connection::Dispatch(RequestBody body) {
   request.arrival = arrival_;
   request.client_subject = client_subject_;
   request.peer_address = peer_address_;
+  request.caller_memo = &caller_memo_;
   in_flight_ = true;
   WatchSocket();
 

@@ -22,6 +22,8 @@
 
 namespace weft {
 
+class CallerMemo;  // auth/gatekeeper.h
+
 // One parsed HTTP request as a handler sees it.
 struct HttpRequest {
   boost::beast::http::verb method = boost::beast::http::verb::unknown;
@@ -37,6 +39,8 @@ struct HttpRequest {
   // The client's IP address as text, without the port ("127.0.0.1", "2001:db8::1"; an IPv4 client of an IPv6
   // listener in IPv4 form). Empty when the socket could not tell.
   std::string peer_address;
+  // What the gatekeeper keeps for this connection: valid during Handle, on its thread.
+  CallerMemo* caller_memo = nullptr;
 
   // The target up to the query, not decoded.
   std::string_view path() const;

@@ -360,7 +360,8 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
     Admission admission =
         options_.gatekeeper->Admit(Caller{.authorization = request.header("Authorization"),
                                           .client_subject = request.client_subject,
-                                          .peer_address = request.peer_address},
+                                          .peer_address = request.peer_address,
+                                          .memo = request.caller_memo},
                                    permission, route ? std::string_view(route->model) : std::string_view(), route_text);
     if (!admission.status.ok()) return Answer(*counters_of_route, responder, AuthErrorResponse(admission.status));
     if ((permission == Permission::kAdmin || permission == Permission::kSharedMemory) &&

@@ -17,7 +17,8 @@ void MetricsService::Handle(HttpRequest request, HttpResponder responder) {
     Admission admission = options_.gatekeeper->Admit(
         Caller{.authorization = request.header("Authorization"),
                .client_subject = request.client_subject,
-               .peer_address = request.peer_address},
+               .peer_address = request.peer_address,
+               .memo = request.caller_memo},
         Permission::kMetrics, {}, std::string(http::to_string(request.method)) + " " + std::string(request.path()));
     if (!admission.status.ok()) return responder.Send(AuthErrorResponse(admission.status));
   }
