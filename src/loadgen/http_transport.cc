@@ -1,5 +1,6 @@
 #include "loadgen/http_transport.h"
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/connect.hpp>
@@ -7,10 +8,11 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/error.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/optional.hpp>
 #include <charconv>
-#include <limits>
 #include <optional>
 
 #include "base/log.h"
@@ -71,6 +73,50 @@ Result<HttpUrl> ParseHttpUrl(std::string_view text) {
 
 namespace {
 
+// The largest answer body read: a gRPC message's largest, so that both transports take the same answers. Larger
+// ones fail their exchange (kIo, "body limit exceeded") and the run goes on.
+constexpr uint64_t kMaxAnswerBytes = (uint64_t{4} << 30) - 1;
+// Reserved up front at most, whatever the answer declares: the rest grows as bytes arrive, so that memory follows
+// what was received, not what a header claimed.
+constexpr uint64_t kMaxReservedBytes = uint64_t{64} << 20;
+
+// A string body whose reader does not reserve a declared length beyond kMaxReservedBytes (Beast's string_body
+// reserves all of it, which a Content-Length of 10^15 turns into std::bad_alloc out of the io thread).
+struct AnswerBody {
+  using value_type = std::string;
+
+  class reader {
+   public:
+    template <bool kIsRequest, typename Fields>
+    reader(http::header<kIsRequest, Fields>&, value_type& body) : body_(body) {}
+
+    void init(const boost::optional<uint64_t>& length, error_code& ec) {
+      if (length) body_.reserve(static_cast<size_t>(std::min(*length, kMaxReservedBytes)));
+      ec = {};
+    }
+
+    template <typename ConstBufferSequence>
+    size_t put(const ConstBufferSequence& buffers, error_code& ec) {
+      const size_t size = asio::buffer_size(buffers);
+      if (size > body_.max_size() - body_.size()) {
+        ec = http::error::buffer_overflow;
+        return 0;
+      }
+      for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers); ++it) {
+        const asio::const_buffer piece = *it;
+        body_.append(static_cast<const char*>(piece.data()), piece.size());  // grows by doubling
+      }
+      ec = {};
+      return size;
+    }
+
+    void finish(error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+
 class HttpWireRequest final : public WireRequest {
  public:
   std::string head;  // request line and header fields, ending with the empty line
@@ -83,7 +129,7 @@ struct Connection {
   explicit Connection(asio::io_context& io) : socket(io) {}
   tcp::socket socket;
   boost::beast::flat_buffer buffer;
-  std::optional<http::response_parser<http::string_body>> parser;
+  std::optional<http::response_parser<AnswerBody>> parser;
   bool reused = false;  // an exchange completed on it before: the server may have closed it while idle
 };
 
@@ -136,7 +182,7 @@ class HttpChannel final : public Channel, public std::enable_shared_from_this<Ht
 
   void Write(const std::shared_ptr<Connection>& connection, uint64_t exchange) {
     connection->parser.emplace();
-    connection->parser->body_limit(std::numeric_limits<uint64_t>::max());
+    connection->parser->body_limit(kMaxAnswerBytes);
     std::array<asio::const_buffer, 2> buffers{asio::buffer(request_->head), asio::buffer(request_->body)};
     // request_ stays alive until the exchange ends: the buffers point into it.
     asio::async_write(connection->socket, buffers,

@@ -1,6 +1,12 @@
 #include "loadgen/http_transport.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
 
 namespace weft {
 namespace {
@@ -48,6 +54,66 @@ TEST(HttpTransportTest, NothingListeningIsAConnectError) {
   get.target = "/v2/health/live";
   TransportReply reply = ExchangeOnce(**transport, get, std::chrono::seconds(5));
   EXPECT_EQ(reply.failure, TransportReply::Failure::kConnect) << reply.error;
+}
+
+// A server that accepts one connection, reads its request and answers `answer`, then closes. Real sockets: what
+// the transport must survive is what a real peer sends.
+class OneAnswerServer {
+ public:
+  explicit OneAnswerServer(std::string answer) : answer_(std::move(answer)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&address), length), 0);
+    EXPECT_EQ(::listen(listener_, 1), 0);
+    EXPECT_EQ(::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] {
+      const int connection = ::accept(listener_, nullptr, nullptr);
+      if (connection < 0) return;
+      char request[4096];
+      (void)::recv(connection, request, sizeof(request), 0);
+      (void)::send(connection, answer_.data(), answer_.size(), MSG_NOSIGNAL);
+      ::shutdown(connection, SHUT_RDWR);
+      ::close(connection);
+    });
+  }
+  ~OneAnswerServer() {
+    ::shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    ::close(listener_);
+  }
+  int port() const { return port_; }
+
+ private:
+  std::string answer_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TransportReply GetFrom(int port) {
+  auto transport = HttpTransport::Create(*ParseHttpUrl("http://127.0.0.1:" + std::to_string(port)));
+  EXPECT_TRUE(transport.ok());
+  PreparedRequest get;
+  get.method = "GET";
+  get.target = "/v2/health/live";
+  return ExchangeOnce(**transport, get, std::chrono::seconds(5));
+}
+
+TEST(HttpTransportTest, AnAnswerLargerThanTheLimitFailsThatExchangeOnly) {
+  // Declared: refused before anything is allocated for it.
+  OneAnswerServer declared("HTTP/1.1 200 OK\r\nContent-Length: 1000000000000000\r\n\r\nabc");
+  TransportReply reply = GetFrom(declared.port());
+  EXPECT_EQ(reply.failure, TransportReply::Failure::kIo) << reply.error;
+  EXPECT_NE(reply.error.find("body limit"), std::string::npos) << reply.error;
+
+  OneAnswerServer small("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc");
+  reply = GetFrom(small.port());
+  EXPECT_EQ(reply.failure, TransportReply::Failure::kNone) << reply.error;
+  EXPECT_EQ(reply.body, "abc");
 }
 
 }  // namespace
