@@ -9,8 +9,12 @@
 # Only the arm under load is busy; the others sit idle. Prints one row per round and arm, then for each arm the
 # median over the rounds of its req/s over that round's `off`. Report: bench/results/security_<time>.md.
 #
+# With SERVER_CPUS and CLIENT_CPUS (taskset lists), the servers and wrk run on cores of their own, as when clients
+# are other machines: the ratios are then the server's alone, without wrk's own TLS work on the server's cores.
+#
 #   bash bench/security_bench.sh                  # ROUNDS=9 x 4 arms x (DURATION + 1) s, about 3 minutes
 #   ROUNDS=5 DURATION=10 CONNS=64 bash bench/security_bench.sh
+#   SERVER_CPUS=0 CLIENT_CPUS=1 bash bench/security_bench.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WEFT=${WEFT:-$ROOT/build/release/src/app/weft}
@@ -18,6 +22,14 @@ DURATION=${DURATION:-4}
 ROUNDS=${ROUNDS:-9}
 CONNS=${CONNS:-64}
 PORT=${PORT:-19100}
+SERVER_CPUS=${SERVER_CPUS:-}
+CLIENT_CPUS=${CLIENT_CPUS:-}
+if { [ -n "$SERVER_CPUS" ] && [ -z "$CLIENT_CPUS" ]; } || { [ -z "$SERVER_CPUS" ] && [ -n "$CLIENT_CPUS" ]; }; then
+  echo "set both SERVER_CPUS and CLIENT_CPUS, or neither" >&2
+  exit 2
+fi
+SERVER_PIN=() CLIENT_PIN=()
+[ -n "$SERVER_CPUS" ] && SERVER_PIN=(taskset -c "$SERVER_CPUS") && CLIENT_PIN=(taskset -c "$CLIENT_CPUS")
 OUT=$ROOT/bench/results
 mkdir -p "$OUT"
 REPORT=$OUT/security_$(date -u +%Y%m%dT%H%M%SZ).md
@@ -59,7 +71,7 @@ k=0
 for arm in "${ARMS[@]}"; do
   port=$((PORT + 10 * k))
   # shellcheck disable=SC2086
-  "$WEFT" serve --model-repository "$ROOT/examples/models" --http-address 127.0.0.1 --http-port "$port" \
+  "${SERVER_PIN[@]}" "$WEFT" serve --model-repository "$ROOT/examples/models" --http-address 127.0.0.1 --http-port "$port" \
     --grpc-port $((port + 1)) --metrics-port $((port + 2)) --log-level error ${ARGS[$arm]} > "$WORK/$arm.log" 2>&1 &
   PID[$arm]=$!
   PIDS+=($!)
@@ -84,7 +96,7 @@ for round in $(seq "$ROUNDS"); do
     sleep 1
     before=$(cpu_ms "${PID[$arm]}")
     result=$(WEFT_BODY=$WORK/bodies/mlp_json.body WEFT_PATH=/v2/models/mlp/infer WEFT_AUTHORIZATION="${AUTH[$arm]}" \
-      timeout $((DURATION + 30)) wrk -t2 -c"$CONNS" -d"${DURATION}s" --timeout 10s -s "$ROOT/bench/wrk/kserve.lua" \
+      timeout $((DURATION + 30)) "${CLIENT_PIN[@]}" wrk -t2 -c"$CONNS" -d"${DURATION}s" --timeout 10s -s "$ROOT/bench/wrk/kserve.lua" \
       "${URL[$arm]}" | grep WRKRESULT)
     after=$(cpu_ms "${PID[$arm]}")
     echo "$result" | awk -v r="$round" -v a="$arm" -v cpu=$((after - before)) -F'\t' \
