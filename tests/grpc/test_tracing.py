@@ -163,22 +163,30 @@ class OpenTelemetryTest(unittest.TestCase):
         self.assertEqual(root["parent_span_id"], "")
 
     def test_requests_that_share_a_batch_link_the_same_batch_span(self):
-        ids = [f"{i:032x}" for i in range(0x1000, 0x1008)]
+        # Whether requests meet in a batch is timing (the sleep model waits 1 ms for more, then runs 2 ms): they are
+        # sent together after a barrier, and the round is sent again, with new traces, if none met, as on a machine
+        # busy enough to start the threads more than a batch apart. What is asserted holds for every shared batch.
+        for attempt in range(5):
+            ids = [f"{i:032x}" for i in range(0x1000 + 16 * attempt, 0x1008 + 16 * attempt)]
+            barrier = threading.Barrier(len(ids))
 
-        def send(trace_id):
-            body = {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 1], "data": [1.0]}]}
-            post(self.server, "/v2/models/sleep/infer", body, {"traceparent": f"00-{trace_id}-{CALLER_SPAN}-01"})
+            def send(trace_id):
+                body = {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 1], "data": [1.0]}]}
+                barrier.wait()
+                post(self.server, "/v2/models/sleep/infer", body, {"traceparent": f"00-{trace_id}-{CALLER_SPAN}-01"})
 
-        threads = [threading.Thread(target=send, args=(t,)) for t in ids]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        batches = {}
-        for trace_id in ids:
-            compute = self.spans_of(trace_id, 11)["compute"]
-            batches.setdefault(tuple(compute["links"][0][:2]), []).append(trace_id)
-        shared = [(k, v) for k, v in batches.items() if len(v) >= 2]
+            threads = [threading.Thread(target=send, args=(t,)) for t in ids]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            batches = {}
+            for trace_id in ids:
+                compute = self.spans_of(trace_id, 11)["compute"]
+                batches.setdefault(tuple(compute["links"][0][:2]), []).append(trace_id)
+            shared = [(k, v) for k, v in batches.items() if len(v) >= 2]
+            if shared:
+                break
         self.assertTrue(shared, batches)
         (batch_trace, batch_span), members = shared[0]
         batch = self.spans_of(batch_trace, 1)["batch sleep"]
