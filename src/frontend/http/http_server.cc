@@ -18,6 +18,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -50,6 +51,10 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 using boost::system::error_code;
+// A connection's timer, on its socket's executor type (TcpSocket, tls_socket.h).
+using ConnectionTimer =
+    net::basic_waitable_timer<std::chrono::steady_clock, net::wait_traits<std::chrono::steady_clock>,
+                              net::io_context::executor_type>;
 
 namespace {
 
@@ -150,7 +155,7 @@ bool IsTlsFailure(const error_code& ec) {
 
 // The client's address for HttpRequest::peer_address: an IPv4 client of an IPv6 listener in IPv4 form, so that a
 // client has one name whatever the listener.
-std::string PeerAddress(const tcp::socket& socket) {
+std::string PeerAddress(const TcpSocket& socket) {
   error_code ec;
   tcp::endpoint peer = socket.remote_endpoint(ec);
   if (ec) return {};
@@ -274,7 +279,7 @@ struct ServerCore : std::enable_shared_from_this<ServerCore> {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // `tls_context` null: plain TCP.
-  Connection(std::shared_ptr<ServerCore> core, tcp::socket socket, std::shared_ptr<net::ssl::context> tls_context)
+  Connection(std::shared_ptr<ServerCore> core, TcpSocket socket, std::shared_ptr<net::ssl::context> tls_context)
       : core_(std::move(core)),
         tls_context_(std::move(tls_context)),
         peer_address_(PeerAddress(socket)),
@@ -288,7 +293,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   ServerCore& core() { return *core_; }
-  net::any_io_executor executor() { return Socket().get_executor(); }
+  TcpSocket::executor_type executor() { return Socket().get_executor(); }
 
   // `shutting_down`: accepted after the shutdown began (from the backlog).
   void Start(bool shutting_down) {
@@ -361,23 +366,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
-  using Stream = std::variant<tcp::socket, TlsSocket>;
+  using Stream = std::variant<TcpSocket, TlsSocket>;
 
-  static Stream MakeStream(tcp::socket socket, net::ssl::context* tls_context) {
-    if (tls_context == nullptr) return Stream(std::in_place_type<tcp::socket>, std::move(socket));
+  static Stream MakeStream(TcpSocket socket, net::ssl::context* tls_context) {
+    if (tls_context == nullptr) return Stream(std::in_place_type<TcpSocket>, std::move(socket));
     return Stream(std::in_place_type<TlsSocket>, std::move(socket), *tls_context);
   }
 
   TlsSocket* Tls() { return std::get_if<TlsSocket>(&stream_); }
-  tcp::socket& Socket() {
+  TcpSocket& Socket() {
     if (TlsSocket* tls = Tls()) return tls->next_layer();
-    return *std::get_if<tcp::socket>(&stream_);
+    return *std::get_if<TcpSocket>(&stream_);
   }
   // Runs `op(stream)` with the stream as its own type, to start an asynchronous read or write on it.
   template <typename Op>
   void WithStream(Op&& op) {
     if (TlsSocket* tls = Tls()) return op(*tls);
-    op(*std::get_if<tcp::socket>(&stream_));
+    op(*std::get_if<TcpSocket>(&stream_));
   }
 
   void MarkClosed() {
@@ -391,7 +396,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void CloseSocket() {
     error_code ec;
-    Socket().shutdown(tcp::socket::shutdown_both, ec);
+    Socket().shutdown(TcpSocket::shutdown_both, ec);
     Socket().close(ec);
     timer_.cancel();
   }
@@ -442,7 +447,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // socket and dropped, as over TCP, until it closes or the linger time ends.
     if (ec) return Close();
     error_code ignored;
-    Socket().shutdown(tcp::socket::shutdown_send, ignored);
+    Socket().shutdown(TcpSocket::shutdown_send, ignored);
     DrainSocket();
   }
 
@@ -710,7 +715,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     error_code ec;
-    Socket().shutdown(tcp::socket::shutdown_send, ec);
+    Socket().shutdown(TcpSocket::shutdown_send, ec);
     WatchSocket();
   }
 
@@ -721,14 +726,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     timer_.async_wait([self = shared_from_this()](error_code ec) {
       if (ec || self->closed_) return;
       // A wait that completed just before the timer was re-armed must not close the connection.
-      if (self->timer_.expiry() > net::steady_timer::clock_type::now()) return;
+      if (self->timer_.expiry() > ConnectionTimer::clock_type::now()) return;
       self->OnTimer();
     });
   }
 
   void DisarmTimer() {
     grace_timer_ = false;
-    timer_.expires_at(net::steady_timer::time_point::max());
+    timer_.expires_at(ConnectionTimer::time_point::max());
   }
 
   void ArmShutdownGrace() {
@@ -761,7 +766,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string client_subject_;  // set by the handshake
   CallerMemo caller_memo_;
   Stream stream_;
-  net::steady_timer timer_;
+  ConnectionTimer timer_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<IncomingBody>> parser_;
   RequestBody body_;  // a body with a Content-Length while it is read in place
@@ -890,9 +895,21 @@ std::string_view HttpRequest::path() const {
   return t.substr(0, t.find('?'));
 }
 
+// Both look in the order received, as Beast's find() would answer for a repeated field, by a scan: a request has a
+// handful of fields, and most comparisons end at the name's length (or compare field codes), where Beast's ordered
+// search compares names character by character without regard to case. Beast's header limit bounds the scan.
 std::string_view HttpRequest::header(std::string_view name) const {
-  auto it = headers.find(name);
-  return it == headers.end() ? std::string_view() : std::string_view(it->value());
+  for (const auto& field : headers) {
+    if (beast::iequals(field.name_string(), name)) return field.value();
+  }
+  return {};
+}
+
+std::string_view HttpRequest::header(http::field name) const {
+  for (const auto& field : headers) {
+    if (field.name() == name) return field.value();
+  }
+  return {};
 }
 
 namespace {
@@ -911,7 +928,7 @@ void RunIoThread(net::io_context* context) {
 void Accept(internal::ServerCore* core);
 
 // Takes in an accepted connection, or closes it at once past max_connections. On the acceptor's strand.
-void Admit(internal::ServerCore* core, tcp::socket socket) {
+void Admit(internal::ServerCore* core, TcpSocket socket) {
   std::shared_ptr<net::ssl::context> tls_context = core->tls ? core->tls->current() : nullptr;
   std::shared_ptr<internal::Connection> connection;
   bool shutting_down = false;
@@ -972,7 +989,7 @@ void OnAcceptError(internal::ServerCore* core, const error_code& ec) {
 }
 
 void Accept(internal::ServerCore* core) {
-  core->acceptor.async_accept(core->NextContext(), [core](error_code ec, tcp::socket socket) {
+  core->acceptor.async_accept(core->NextContext(), [core](error_code ec, TcpSocket socket) {
     if (ec == net::error::operation_aborted) return;
     if (ec) return OnAcceptError(core, ec);
     if (uint64_t failures = core->backoff.Succeeded(); failures > 0) {
@@ -1010,7 +1027,7 @@ void WatchTlsFiles(internal::ServerCore* core) {
 // Closing the listener would reset them; they are taken in and served like the others.
 void AcceptBacklog(internal::ServerCore* core) {
   for (int i = 0; i < kBacklogTakenAtOnce; ++i) {
-    tcp::socket socket(core->NextContext());
+    TcpSocket socket(core->NextContext());
     error_code ec;
     core->acceptor.accept(socket, ec);  // the acceptor is non-blocking: would_block once the backlog is empty
     if (ec) return;

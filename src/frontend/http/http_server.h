@@ -1,5 +1,6 @@
 #pragma once
 
+#include <boost/beast/http/field.hpp>
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
@@ -46,6 +47,8 @@ struct HttpRequest {
   std::string_view path() const;
   // A header's value, empty when absent.
   std::string_view header(std::string_view name) const;
+  // The same for a header Beast knows by name: compares the parser's field codes, not the names' characters.
+  std::string_view header(boost::beast::http::field name) const;
 };
 
 struct HttpResponse {

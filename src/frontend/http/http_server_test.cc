@@ -112,6 +112,23 @@ class HttpServerTest : public ::testing::Test {
 };
 
 // A port already taken is refused with the system's reason (it once read "Success": the close overwrote it).
+TEST(HttpRequestTest, AHeaderIsFoundWithoutRegardToCaseAndTheFirstOfARepeatedOneFirst) {
+  HttpRequest request;
+  request.headers.insert("content-TYPE", "application/json");
+  request.headers.insert("X-Custom", "one");
+  request.headers.insert("Authorization", "Bearer first");
+  request.headers.insert("x-custom", "two");
+  request.headers.insert("authorization", "Bearer second");
+  EXPECT_EQ(request.header("Content-Type"), "application/json");
+  EXPECT_EQ(request.header(http::field::content_type), "application/json");
+  EXPECT_EQ(request.header("X-CUSTOM"), "one");
+  EXPECT_EQ(request.header("authorization"), "Bearer first");
+  EXPECT_EQ(request.header(http::field::authorization), "Bearer first");
+  EXPECT_EQ(request.header("X-Custo"), "");
+  EXPECT_EQ(request.header("Accept-Encoding"), "");
+  EXPECT_EQ(request.header(http::field::accept_encoding), "");
+}
+
 TEST_F(HttpServerTest, APortInUseIsRefusedWithTheReason) {
   StartServer();
   HttpServer second({.address = "127.0.0.1", .port = server_->port()}, &handler_);

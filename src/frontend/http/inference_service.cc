@@ -1,5 +1,7 @@
 #include "frontend/http/inference_service.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <optional>
 #include <string_view>
@@ -340,6 +342,19 @@ Permission PermissionFor(Endpoint endpoint) {
   return Permission::kAdmin;
 }
 
+// "METHOD /path" for the gatekeeper's audit lines, in `buffer`, cut at its size: it is built for every request
+// while authentication is on, and an audit line keeps only a route's first 200 bytes anyway.
+std::string_view RouteText(const HttpRequest& request, std::array<char, 256>& buffer) {
+  const std::string_view method = http::to_string(request.method);
+  const std::string_view path = request.path();
+  size_t n = std::min(method.size(), buffer.size());
+  std::copy_n(method.data(), n, buffer.data());
+  if (n < buffer.size()) buffer[n++] = ' ';
+  const size_t path_bytes = std::min(path.size(), buffer.size() - n);
+  std::copy_n(path.data(), path_bytes, buffer.data() + n);
+  return std::string_view(buffer.data(), n + path_bytes);
+}
+
 // Counts the response under its endpoint and status class, then sends it.
 void Answer(const InferenceService::ResponseCounters& counters, const HttpResponder& responder, HttpResponse response) {
   counters.Count(response.status);
@@ -356,9 +371,10 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   if (options_.gatekeeper != nullptr && options_.gatekeeper->active()) {
     // Before anything else, 404 included: a caller without a credential learns nothing about the routes or models.
     const Permission permission = PermissionFor(endpoint);
-    const std::string route_text = std::string(http::to_string(request.method)) + " " + std::string(request.path());
+    std::array<char, 256> route_buffer;
+    const std::string_view route_text = RouteText(request, route_buffer);
     Admission admission =
-        options_.gatekeeper->Admit(Caller{.authorization = request.header("Authorization"),
+        options_.gatekeeper->Admit(Caller{.authorization = request.header(http::field::authorization),
                                           .client_subject = request.client_subject,
                                           .peer_address = request.peer_address,
                                           .memo = request.caller_memo},
@@ -368,7 +384,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
         request.method != http::verb::get) {
       audited = *counters_of_route;
       audited.on_answer = [gatekeeper = options_.gatekeeper, admission = std::move(admission),
-                           route_text](unsigned status) {
+                           route_text = std::string(route_text)](unsigned status) {
         gatekeeper->AuditAdmin(admission, route_text, std::to_string(status));
       };
       counters_of_route = &audited;
@@ -499,10 +515,10 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   }
 
   // Inference.
-  std::optional<ContentCoding> coding = ParseContentEncoding(request.header("Content-Encoding"));
+  std::optional<ContentCoding> coding = ParseContentEncoding(request.header(http::field::content_encoding));
   if (!coding) {
     return Answer(counters, responder,
-                  ErrorResponse(415, "Content-Encoding '" + std::string(request.header("Content-Encoding")) +
+                  ErrorResponse(415, "Content-Encoding '" + std::string(request.header(http::field::content_encoding)) +
                                          "' is not supported: use gzip, deflate or identity"));
   }
   Result<std::optional<size_t>> json_size = JsonSizeHeader(request);
@@ -548,7 +564,7 @@ void InferenceService::Handle(HttpRequest request, HttpResponder responder) {
   if (std::string_view key = request.header("weft-route-key"); !key.empty()) {
     infer->parameters.try_emplace("weft_route_key", std::string(key));
   }
-  const ContentCoding answer_coding = ChooseResponseCoding(request.header("Accept-Encoding"));
+  const ContentCoding answer_coding = ChooseResponseCoding(request.header(http::field::accept_encoding));
   if (trace) {
     infer->trace = trace;
     trace->Stamp(TraceStage::kRequestStart);

@@ -15,7 +15,7 @@ MetricsService::MetricsService(MetricsRegistry* metrics, MetricsServiceOptions o
 void MetricsService::Handle(HttpRequest request, HttpResponder responder) {
   if (options_.gatekeeper != nullptr && options_.gatekeeper->active()) {
     Admission admission = options_.gatekeeper->Admit(
-        Caller{.authorization = request.header("Authorization"),
+        Caller{.authorization = request.header(http::field::authorization),
                .client_subject = request.client_subject,
                .peer_address = request.peer_address,
                .memo = request.caller_memo},

@@ -81,7 +81,7 @@ struct TlsSocketBio {
   }
 };
 
-TlsSocket::TlsSocket(net::ip::tcp::socket socket, net::ssl::context& context) : socket_(std::move(socket)) {
+TlsSocket::TlsSocket(TcpSocket socket, net::ssl::context& context) : socket_(std::move(socket)) {
   error_code ignored;
   socket_.non_blocking(true, ignored);
   ssl_ = SSL_new(context.native_handle());

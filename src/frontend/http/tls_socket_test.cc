@@ -82,7 +82,7 @@ class TlsSocketTest : public ::testing::Test {
       }
       client(stream);
     });
-    tcp::socket socket(ioc_);
+    TcpSocket socket(ioc_);
     acceptor.accept(socket);
     auto tls = std::make_unique<TlsSocket>(std::move(socket), *server_context_);
     std::optional<error_code> handshake;
