@@ -719,21 +719,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
     WatchSocket();
   }
 
-  // One deadline for whatever the connection waits for now; when it passes, the connection closes.
+  // One deadline for whatever the connection waits for now; when it passes, the connection closes. The deadline is
+  // a member, and the timer's wait moves only to an earlier deadline: a later one is found when the wait ends, and
+  // waited for then. Moving it every time cost each request two or three trips through asio's timer queue (its
+  // lock, a heap operation, and a cancelled wait's handler).
   void ArmTimer(std::chrono::milliseconds timeout) {
     grace_timer_ = false;
-    timer_.expires_after(timeout);
-    timer_.async_wait([self = shared_from_this()](error_code ec) {
-      if (ec || self->closed_) return;
-      // A wait that completed just before the timer was re-armed must not close the connection.
-      if (self->timer_.expiry() > ConnectionTimer::clock_type::now()) return;
-      self->OnTimer();
-    });
+    deadline_ = ConnectionTimer::clock_type::now() + timeout;
+    if (!timer_waiting_ || timer_.expiry() > deadline_) WaitForDeadline();
   }
 
   void DisarmTimer() {
     grace_timer_ = false;
-    timer_.expires_at(ConnectionTimer::time_point::max());
+    deadline_ = ConnectionTimer::time_point::max();
+  }
+
+  void WaitForDeadline() {
+    timer_waiting_ = true;
+    timer_.expires_at(deadline_);
+    timer_.async_wait([self = shared_from_this(), wait = ++timer_waits_](error_code ec) {
+      if (wait != self->timer_waits_) return;  // replaced by a later wait, which is pending
+      self->timer_waiting_ = false;
+      if (ec || self->closed_ || self->deadline_ == ConnectionTimer::time_point::max()) return;
+      if (self->deadline_ > ConnectionTimer::clock_type::now()) return self->WaitForDeadline();  // moved later
+      self->OnTimer();
+    });
   }
 
   void ArmShutdownGrace() {
@@ -767,6 +777,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   CallerMemo caller_memo_;
   Stream stream_;
   ConnectionTimer timer_;
+  ConnectionTimer::time_point deadline_ = ConnectionTimer::time_point::max();  // see ArmTimer
+  bool timer_waiting_ = false;  // a wait for deadline_ (or an earlier one) is pending on timer_
+  uint64_t timer_waits_ = 0;    // numbers the waits, so that a replaced one's completion is ignored
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<IncomingBody>> parser_;
   RequestBody body_;  // a body with a Content-Length while it is read in place
