@@ -343,6 +343,28 @@ TEST_F(HttpServerTest, IdleConnectionTimesOut) {
   EXPECT_TRUE(client.WaitForClose());
 }
 
+// The connection's timer waits for the deadline it was first given and finds it moved later: a client that keeps
+// sending within io_timeout stays connected past several io_timeouts, and is closed one io_timeout after it stops.
+TEST_F(HttpServerTest, AKeptAliveConnectionLivesPastItsFirstDeadlineAndClosesAfterItsLast) {
+  HttpServer::Options options;
+  options.io_timeout = 400ms;
+  StartServer(options);
+  HttpTestClient client(server_->port(), 5s);
+  const auto start = std::chrono::steady_clock::now();
+  auto last_answer = start;
+  for (int i = 0; i < 8; ++i) {  // 7 x 150 ms between requests: more than two io_timeouts in all
+    if (i > 0) std::this_thread::sleep_for(150ms);
+    TestResponse r = client.Get("/echo");
+    ASSERT_TRUE(r.ok()) << "request " << i << ": " << r.error;
+    ASSERT_TRUE(r.keep_alive);
+    last_answer = std::chrono::steady_clock::now();
+  }
+  EXPECT_GT(last_answer - start, 1000ms);
+  EXPECT_TRUE(client.WaitForClose());
+  // The last deadline was set as the last answer was written, just before it arrived here.
+  EXPECT_GE(std::chrono::steady_clock::now() - last_answer, 300ms);
+}
+
 TEST_F(HttpServerTest, StopWaitsForTheAnswerInFlight) {
   StartServer();
   HttpTestClient idle(server_->port());
