@@ -85,6 +85,11 @@ struct CachedToken {
   uint64_t key_generation = 0;
 };
 
+// Whether a kept token may still be used: signed under the current key set, and not expired.
+bool Usable(const CachedToken& token, uint64_t generation, int64_t now, int64_t skew) {
+  return token.key_generation == generation && token.claims.expires_at + skew >= now;
+}
+
 // A cache key and its hash, computed once per lookup: the shard and the map both use it, and a JWT credential is
 // several hundred bytes.
 struct HashedCredential {
@@ -122,7 +127,7 @@ class TokenCache {
     std::lock_guard lock(shard.mu);
     auto it = shard.tokens.find(key);
     if (it == shard.tokens.end()) return nullptr;
-    if (it->second->key_generation != generation || it->second->claims.expires_at + skew < now) {
+    if (!Usable(*it->second, generation, now, skew)) {
       shard.tokens.erase(it);
       return nullptr;
     }
@@ -134,9 +139,7 @@ class TokenCache {
     Shard& shard = ShardOf(hash);
     std::lock_guard lock(shard.mu);
     if (shard.tokens.size() >= per_shard_) {
-      std::erase_if(shard.tokens, [&](const auto& e) {
-        return e.second->key_generation != entry->key_generation || e.second->claims.expires_at + skew < now;
-      });
+      std::erase_if(shard.tokens, [&](const auto& e) { return !Usable(*e.second, entry->key_generation, now, skew); });
       if (shard.tokens.size() >= per_shard_) shard.tokens.erase(shard.tokens.begin());
     }
     shard.tokens.insert_or_assign(CachedCredential{hash, std::string(credential)}, std::move(entry));
@@ -367,10 +370,6 @@ struct Gatekeeper::State {
       memo->keys_read = true;
     }
     return holder->get();
-  }
-
-  static bool Usable(const CachedToken& token, uint64_t generation, int64_t now, int64_t skew) {
-    return token.key_generation == generation && token.claims.expires_at + skew >= now;
   }
 
   // Who a verified JWT names. Without a memo, `cached` keeps the scopes alive; with one, the memo does until the

@@ -97,11 +97,8 @@ struct AnswerBody {
 
     template <typename ConstBufferSequence>
     size_t put(const ConstBufferSequence& buffers, error_code& ec) {
+      // The parser's body limit (kMaxAnswerBytes) bounds the size before any byte is put.
       const size_t size = asio::buffer_size(buffers);
-      if (size > body_.max_size() - body_.size()) {
-        ec = http::error::buffer_overflow;
-        return 0;
-      }
       for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers); ++it) {
         const asio::const_buffer piece = *it;
         body_.append(static_cast<const char*>(piece.data()), piece.size());  // grows by doubling
