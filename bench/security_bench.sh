@@ -73,6 +73,12 @@ declare -A AUTH=(
   [tls]=""
 )
 declare -A URL PID
+# load ARM SECONDS: wrk on ARM's server; prints its WRKRESULT line.
+load() {
+  WEFT_BODY=$WORK/bodies/mlp_json.body WEFT_PATH=/v2/models/mlp/infer WEFT_AUTHORIZATION="${AUTH[$1]}" \
+    timeout $(($2 + 30)) "${CLIENT_PIN[@]}" wrk -t2 -c"$CONNS" -d"$2s" --timeout 10s -s "$ROOT/bench/wrk/kserve.lua" \
+    "${URL[$1]}" | grep WRKRESULT
+}
 start_servers() {
   local k=0 arm port
   for arm in "${ARMS[@]}"; do
@@ -90,10 +96,7 @@ start_servers() {
     for _ in $(seq 600); do curl -sfk "${URL[$arm]}/v2/health/ready" >/dev/null && break; sleep 0.05; done
   done
   # Warm-up, not measured: a fresh process's first second is slower (its caches, its allocator, the JWT's check).
-  for arm in "${ARMS[@]}"; do
-    WEFT_BODY=$WORK/bodies/mlp_json.body WEFT_PATH=/v2/models/mlp/infer WEFT_AUTHORIZATION="${AUTH[$arm]}" \
-      timeout 30 "${CLIENT_PIN[@]}" wrk -t2 -c"$CONNS" -d1s -s "$ROOT/bench/wrk/kserve.lua" "${URL[$arm]}" >/dev/null
-  done
+  for arm in "${ARMS[@]}"; do load "$arm" 1 >/dev/null; done
 }
 stop_servers() {
   local arm
@@ -116,9 +119,7 @@ for round in $(seq "$ROUNDS"); do
     arm=${ARMS[$(((k + round) % 4))]}
     sleep 1
     before=$(cpu_ms "${PID[$arm]}")
-    result=$(WEFT_BODY=$WORK/bodies/mlp_json.body WEFT_PATH=/v2/models/mlp/infer WEFT_AUTHORIZATION="${AUTH[$arm]}" \
-      timeout $((DURATION + 30)) "${CLIENT_PIN[@]}" wrk -t2 -c"$CONNS" -d"${DURATION}s" --timeout 10s -s "$ROOT/bench/wrk/kserve.lua" \
-      "${URL[$arm]}" | grep WRKRESULT)
+    result=$(load "$arm" "$DURATION")
     after=$(cpu_ms "${PID[$arm]}")
     echo "$result" | awk -v r="$round" -v a="$arm" -v cpu=$((after - before)) -F'\t' \
       '{printf "| %s | %s | %.0f | %.3f | %.3f | %d | %.1f |\n", r, a, $4, $5, $6, $9 + $10, cpu * 1000 / $2}' >> "$REPORT"

@@ -111,7 +111,6 @@ class HttpServerTest : public ::testing::Test {
   std::unique_ptr<HttpServer> server_;
 };
 
-// A port already taken is refused with the system's reason (it once read "Success": the close overwrote it).
 TEST(HttpRequestTest, AHeaderIsFoundWithoutRegardToCaseAndTheFirstOfARepeatedOneFirst) {
   HttpRequest request;
   request.headers.insert("content-TYPE", "application/json");
@@ -129,6 +128,7 @@ TEST(HttpRequestTest, AHeaderIsFoundWithoutRegardToCaseAndTheFirstOfARepeatedOne
   EXPECT_EQ(request.header(http::field::accept_encoding), "");
 }
 
+// A port already taken is refused with the system's reason (it once read "Success": the close overwrote it).
 TEST_F(HttpServerTest, APortInUseIsRefusedWithTheReason) {
   StartServer();
   HttpServer second({.address = "127.0.0.1", .port = server_->port()}, &handler_);
