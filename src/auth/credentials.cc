@@ -57,6 +57,8 @@ Result<std::optional<std::string_view>> ParseBearer(std::string_view authorizati
 }
 
 bool LooksLikeJwt(std::string_view token) {
+  // An API key has no dot: memchr rules it out at a few bytes per cycle, before the per-byte scan.
+  if (token.find('.') == std::string_view::npos) return false;
   int dots = 0;
   size_t segment = 0;  // characters in the current segment
   for (char c : token) {
