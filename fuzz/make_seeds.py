@@ -453,6 +453,32 @@ def content_coding_seeds():
         write("content_coding", name, (encoding + "\n" + accept + "\n").encode() + data)
 
 
+# --- http_request_head: "<piece size byte>" then the bytes a connection receives ------------------------------------
+
+def http_request_head_seeds():
+    jwt = "eyJhbGciOiJIUzI1NiIsImtpZCI6Im9jdC0xIn0.eyJzdWIiOiJmdXp6IiwiZXhwIjo0MTAyNDQ0ODAwfQ.q0VTVNqkhwxxbg84gG1jy2UXJY1mWXRKVqdM-N6p2_c"
+    infer = ("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Type: application/json\r\n"
+             "Content-Length: 2\r\n\r\n{}")
+    for name, piece, text in (
+            ("infer", 16, infer),
+            ("infer_bytewise", 1, infer),
+            ("jwt", 7, infer.replace("Host:", "Authorization: Bearer " + jwt + "\r\nHost:")),
+            ("pipelined", 5, infer + infer),
+            ("get_http10_keep_alive", 3, "GET /v2/health/ready HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
+            ("connection_list", 9, "GET /metrics HTTP/1.1\r\nConnection: Upgrade, close\r\nUpgrade: h2c\r\n\r\n"),
+            ("expect_continue", 11, "POST /v2/models/m/infer HTTP/1.1\r\nExpect: 100-continue\r\n"
+                                    "Content-Length: 100\r\n\r\n"),
+            ("chunked", 4, "POST /v2/models/m/infer HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"),
+            ("both_lengths", 16, "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            ("two_lengths", 16, "POST / HTTP/1.1\r\nContent-Length: 3\r\ncontent-length: 4\r\n\r\n"),
+            ("obs_fold", 2, "GET / HTTP/1.1\r\nX-A: 1\r\n  2\r\n\r\n"),
+            ("bare_lf", 8, "GET / HTTP/1.1\nHost: a\n\n"),
+            ("space_before_colon", 16, "GET / HTTP/1.1\r\nHost : a\r\n\r\n"),
+            ("obs_text", 6, "GET /caf\xc3\xa9 HTTP/1.1\r\nX-Name: caf\xc3\xa9\t \r\n\r\n"),
+            ("huge_length", 16, "POST / HTTP/1.1\r\nContent-Length: 18446744073709551616\r\n\r\n")):
+        write("http_request_head", name, bytes([piece - 1]) + text.encode("latin-1"))
+
+
 # --- trace_context: "<traceparent>\n<tracestate>\n<settings body, or --trace-config values one per line>" ---------
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -667,6 +693,12 @@ def dictionaries():
     write_dict("content_coding.dict", "content_coding_fuzz: coding names and Accept-Encoding syntax.",
                ["gzip", "x-gzip", "deflate", "identity", "*", "q=", ";q=0", ";q=1", ";q=0.5", ", ", "\n",
                 "\x1f\x8b\x08\x00", "\x78\x9c", "\x78\x01", "\x78\xda"])
+    write_dict("http_head.dict", "http_request_head_fuzz: request line and field syntax, the fields the server reads.",
+               ["GET ", "POST ", "HEAD ", "PUT ", "DELETE ", "OPTIONS ", " HTTP/1.1\r\n", " HTTP/1.0\r\n", "HTTP/1.1",
+                "HTTP/2.0", "\r\n", "\r\n\r\n", "\n", "\r", ": ", ":", " ", "\t", ",", "\x00", "\x7f", "\x80",
+                "Host: ", "Content-Length: ", "Transfer-Encoding: ", "chunked", "Connection: ", "close", "keep-alive",
+                "Expect: ", "100-continue", "Authorization: Bearer ", "/v2/models/m/infer", "0", "18446744073709551615",
+                "18446744073709551616", "-1", "+1"])
     write_dict("trace.dict", "trace_context_fuzz: trace context syntax, trace setting names and values.",
                ["00-", "-01", "-00", "cc-", "ff-", "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7",
                 "00000000000000000000000000000000", "0000000000000000", "\n", "\t", " ", ",", "=", "@", "*", "/"]
@@ -731,6 +763,7 @@ def main():
     shm_seeds()
     config_seeds()
     content_coding_seeds()
+    http_request_head_seeds()
     trace_context_seeds()
     credentials_seeds()
     loadgen_seeds()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, docs/fuzzing.md) into build/fuzz with clang, ASan and UBSan, then runs each
-# for FUZZ_SECONDS seconds (default 10: under a minute for the ten, two at a time on two cores) over its seeds
+# for FUZZ_SECONDS seconds (default 10: about a minute for the eleven, two at a time on two cores) over its seeds
 # (fuzz/corpus/<target>) and regressions (fuzz/regressions/<target>), FUZZ_JOBS at a time (default: one per core;
 # FUZZ_JOBS=1 for one at a time), and prints each one's executions. Exits non-zero when
 # any target found a crash, a leak, a timeout or an out-of-memory; the reproducer is printed (base64) and kept in
@@ -17,7 +17,7 @@ seconds=${FUZZ_SECONDS:-10}
 runs_limit=()
 [[ -n "${FUZZ_RUNS:-}" ]] && runs_limit=(-runs="$FUZZ_RUNS")
 all=(http_infer_request grpc_infer_request shared_memory_registration config_pbtxt sha256sums repository_request
-  content_coding trace_context credentials loadgen_replies)
+  content_coding trace_context credentials loadgen_replies http_request_head)
 targets=("${@:-${all[@]}}")
 # -use_value_profile=1: the operands of comparisons (sizes, counts) guide the mutations. With it the gRPC target
 # found its wrapped byte size (fuzz/regressions/) from the seeds in 50 s; without it, not in 120 s.
@@ -26,10 +26,10 @@ targets=("${@:-${all[@]}}")
 # so does a load request with a config, and trace headers with a settings body, and a key file or JWKS of a few keys, and a model metadata reply with its flags.
 declare -A max_len=([http_infer_request]=4096 [grpc_infer_request]=4096 [shared_memory_registration]=6144
   [config_pbtxt]=4096 [sha256sums]=4096 [repository_request]=4096 [content_coding]=4096 [trace_context]=4096
-  [credentials]=4096 [loadgen_replies]=4096)
+  [credentials]=4096 [loadgen_replies]=4096 [http_request_head]=4096)
 declare -A dict=([http_infer_request]=json [grpc_infer_request]=grpc [shared_memory_registration]=json
   [config_pbtxt]=pbtxt [sha256sums]=sha256sums [repository_request]=json [content_coding]=content_coding
-  [trace_context]=trace [credentials]=credentials [loadgen_replies]=loadgen)
+  [trace_context]=trace [credentials]=credentials [loadgen_replies]=loadgen [http_request_head]=http_head)
 
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER="${FUZZ_CXX:-clang++-16}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DWEFT_FUZZ=ON -DWEFT_SANITIZE=address,undefined -DWEFT_BUILD_TESTS=OFF -DWEFT_WITH_TORCH=OFF \

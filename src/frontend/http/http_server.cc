@@ -18,6 +18,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/read_size.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/message.hpp>
@@ -61,6 +62,8 @@ namespace {
 // While a request is in flight the connection keeps one read pending to notice a disconnect. Bytes that arrive
 // then belong to the next request; past this many the watch stops rather than buffer without bound.
 constexpr size_t kWatchReadChunk = 4096;
+// A read for a request's head asks for up to this much (as Beast's reads do): a body's first bytes come with it.
+constexpr size_t kHeadReadChunk = 65536;
 // After a response that closes the connection, unread request bytes are drained this long so that the client
 // sees the response instead of a reset (a 413 is usually sent while the client is still sending).
 constexpr std::chrono::milliseconds kLingerOnClose{2000};
@@ -76,11 +79,9 @@ constexpr int kBacklogTakenAtOnce = 4096;
 
 // The body byte that `header` names (the binary tensor data extension's offset), 0 when the header is absent or
 // not a number: RequestBody::Prepare aligns it.
-size_t BinaryAnchor(const http::fields& fields, const std::string& header) {
+size_t BinaryAnchor(const HttpHeaders& headers, const std::string& header) {
   if (header.empty()) return 0;
-  auto it = fields.find(header);
-  if (it == fields.end()) return 0;
-  std::string_view text = it->value();
+  std::string_view text = headers.Find(header);
   size_t offset = 0;
   auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), offset);
   return err == std::errc() && end == text.data() + text.size() ? offset : 0;
@@ -98,24 +99,23 @@ struct TransferLargeChunks {
   size_t operator()(const error_code& ec, size_t) const { return ec ? 0 : size_t{4} << 20; }
 };
 
-// The body that the parser fills, for chunked bodies: a RequestBody placed so that the binary offset named by a
-// header is aligned. A body with a Content-Length is read straight into its RequestBody instead
+// The body that Beast's parser fills, for chunked bodies: a RequestBody placed so that the binary offset named by
+// a header is aligned. A body with a Content-Length is read straight into its RequestBody instead
 // (Connection::ReadBodyInPlace).
 struct IncomingBody {
   struct value_type {
     RequestBody body;
-    const std::string* binary_offset_header = nullptr;
+    size_t binary_anchor = 0;  // set once the head is read, before the body
   };
 
   class reader {
    public:
     template <bool isRequest, class Fields>
-    reader(http::header<isRequest, Fields>& header, value_type& value) : fields_(header), value_(value) {}
+    reader(http::header<isRequest, Fields>&, value_type& value) : value_(value) {}
 
     void init(const boost::optional<std::uint64_t>& length, error_code& ec) {
       // The parser has already checked a declared length against the body limit.
-      value_.body.Prepare(length ? static_cast<size_t>(*length) : 0,
-                          value_.binary_offset_header ? BinaryAnchor(fields_, *value_.binary_offset_header) : 0);
+      value_.body.Prepare(length ? static_cast<size_t>(*length) : 0, value_.binary_anchor);
       ec = {};
     }
 
@@ -131,7 +131,6 @@ struct IncomingBody {
     void finish(error_code& ec) { ec = {}; }
 
    private:
-    const http::fields& fields_;
     value_type& value_;
   };
 };
@@ -461,21 +460,30 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
+  // A request's head is read and parsed here (request_head.h, docs/architecture.md), and Beast's parser is kept for
+  // chunked bodies only: Beast 1.81 checks a head byte by byte and allocates each field, which was a third of what
+  // a JWT costs a request.
   void ReadRequest() {
     if (closed_) return;
-    parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(core_->options.max_header_bytes));
-    parser_->body_limit(core_->options.max_body_bytes);
-    parser_->get().body().binary_offset_header = &core_->options.binary_offset_header;
+    head_scanned_ = 0;
     ArmTimer(core_->options.io_timeout);
+    ReadHead();
+  }
+
+  void ReadHead() {
+    const std::string_view buffered(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    Result<std::optional<size_t>> end = FindRequestHeadEnd(buffered, &head_scanned_);
+    if (!end.ok()) return RefuseMalformed(end.status().message());
+    if (*end) return OnHead(**end);
+    if (buffer_.size() >= core_->options.max_header_bytes) return OnReadError(http::error::header_limit);
     awaiting_request_ = true;
     WithStream([&](auto& stream) {
-      http::async_read_header(stream, buffer_, *parser_,
-                              [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
+      stream.async_read_some(buffer_.prepare(beast::read_size(buffer_, kHeadReadChunk)),
+                             [self = shared_from_this()](error_code ec, size_t n) { self->OnHeadBytes(ec, n); });
     });
   }
 
-  void OnHeader(error_code ec) {
+  void OnHeadBytes(error_code ec, size_t n) {
     awaiting_request_ = false;
     if (closed_) return;
     if (ec == net::error::operation_aborted && idle_closing_ && buffer_.size() > 0) {
@@ -484,10 +492,58 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return ReadRequest();
     }
     if (ec) return OnReadError(ec);
+    buffer_.commit(n);
+    ReadHead();
+  }
+
+  void OnHead(size_t head_bytes) {
+    if (head_bytes > core_->options.max_header_bytes) return OnReadError(http::error::header_limit);
+    Status parsed =
+        ParseRequestHead(std::string_view(static_cast<const char*>(buffer_.data().data()), head_bytes), &request_head_);
+    if (!parsed.ok()) return RefuseMalformed(parsed.message());
+    // A chunked body: Beast's parser reads the request, the head again from buffer_ and then the chunks.
+    if (request_head_.transfer_encoding) return ReadChunkedRequest();
+    buffer_.consume(head_bytes);
+    if (request_head_.content_length.value_or(0) > core_->options.max_body_bytes) {
+      return OnReadError(http::error::body_limit);
+    }
+    BeginBody();
+  }
+
+  void ReadChunkedRequest() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(core_->options.max_header_bytes));
+    parser_->body_limit(core_->options.max_body_bytes);
+    WithStream([&](auto& stream) {
+      http::async_read_header(stream, buffer_, *parser_,
+                              [self = shared_from_this()](error_code ec, size_t) { self->OnChunkedHead(ec); });
+    });
+  }
+
+  void OnChunkedHead(error_code ec) {
+    if (closed_) return;
+    if (ec) return OnReadError(ec);
+    const auto& message = parser_->get();
+    request_head_ = RequestHead();
+    request_head_.method = message.method();
+    request_head_.target = std::string(message.target());
+    request_head_.version = message.version();
+    for (const auto& field : message) request_head_.headers.Add(field.name_string(), field.value());
+    request_head_.transfer_encoding = true;
+    request_head_.keep_alive = message.keep_alive();
+    request_head_.expect_continue = EqualsIgnoringAsciiCase(message[http::field::expect], "100-continue");
+    parser_->get().body().binary_anchor = BinaryAnchor(request_head_.headers, core_->options.binary_offset_header);
+    BeginBody();
+  }
+
+  bool HasBody() const {
+    return request_head_.transfer_encoding ? !parser_->is_done() : request_head_.content_length.value_or(0) > 0;
+  }
+
+  void BeginBody() {
     idle_closing_ = false;
     arrival_ = std::chrono::steady_clock::now();
-    const auto& message = parser_->get();
-    if (!parser_->is_done() && EqualsIgnoringAsciiCase(message[http::field::expect], "100-continue")) {
+    if (HasBody() && request_head_.expect_continue) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       WithStream([&](auto& stream) {
         net::async_write(stream, net::buffer(kContinue.data(), kContinue.size()),
@@ -503,8 +559,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void ReadBody() {
-    if (parser_->is_done()) return Dispatch(RequestBody());
-    if (auto length = parser_->content_length()) return ReadBodyInPlace(*length);
+    if (!HasBody()) return Dispatch(RequestBody());
+    if (!request_head_.transfer_encoding) return ReadBodyInPlace(*request_head_.content_length);
     // Chunked: Beast's parser assembles the chunks into the RequestBody, through buffer_.
     ArmTimer(core_->options.io_timeout);
     WithStream([&](auto& stream) {
@@ -526,9 +582,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ReadBodyInPlace(std::uint64_t length) {
     // The parser checked the declared length against the limit with the header; this holds it here too.
     if (length > core_->options.max_body_bytes) return OnReadError(http::error::body_limit);
-    const auto& header = parser_->get();
     body_ = RequestBody();
-    body_.Prepare(static_cast<size_t>(length), BinaryAnchor(header, core_->options.binary_offset_header));
+    body_.Prepare(static_cast<size_t>(length),
+                  BinaryAnchor(request_head_.headers, core_->options.binary_offset_header));
     std::byte* at = body_.Append(static_cast<size_t>(length));
     // Bytes after the body belong to the next (pipelined) request and stay in buffer_.
     size_t buffered = std::min<size_t>(buffer_.size(), static_cast<size_t>(length));
@@ -563,8 +619,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     } else if (IsDisconnect(ec) || IsTlsFailure(ec)) {
       Close();  // a client that leaves mid-request just goes away
     } else {
-      WriteResponse(PlainError(400, "malformed HTTP request: " + ec.message()));
+      RefuseMalformed(ec.message());
     }
+  }
+
+  void RefuseMalformed(std::string_view why) {
+    parser_.reset();
+    keep_alive_ = false;
+    method_ = http::verb::unknown;
+    WriteResponse(PlainError(400, "malformed HTTP request: " + std::string(why)));
   }
 
   void Dispatch(RequestBody body);  // below PendingReply
@@ -781,8 +844,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool timer_waiting_ = false;  // a wait for deadline_ (or an earlier one) is pending on timer_
   uint64_t timer_waits_ = 0;    // numbers the waits, so that a replaced one's completion is ignored
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<IncomingBody>> parser_;
-  RequestBody body_;  // a body with a Content-Length while it is read in place
+  size_t head_scanned_ = 0;                                   // FindRequestHeadEnd's place in buffer_
+  RequestHead request_head_;                                  // the request being read
+  std::optional<http::request_parser<IncomingBody>> parser_;  // a chunked request's
+  RequestBody body_;                                          // a body with a Content-Length while it is read in place
   SteadyTime arrival_;
 
   // The request in flight and its answer.
@@ -864,17 +929,16 @@ class PendingReply {
 
 void Connection::Dispatch(RequestBody body) {
   DisarmTimer();
-  auto message = parser_->release();
   parser_.reset();
-  keep_alive_ = message.keep_alive();
-  http_version_ = message.version();
-  method_ = message.method();
+  keep_alive_ = request_head_.keep_alive;
+  http_version_ = request_head_.version;
+  method_ = request_head_.method;
 
   HttpRequest request;
-  request.method = message.method();
-  request.target = std::string(message.target());
+  request.method = request_head_.method;
+  request.target = std::move(request_head_.target);
   request.body = std::make_shared<const RequestBody>(std::move(body));
-  request.headers = std::move(static_cast<http::fields&>(message));
+  request.headers = std::move(request_head_.headers);
   cancel_ = std::make_shared<CancelToken>();
   request.cancel = cancel_;
   request.arrival = arrival_;
@@ -908,22 +972,9 @@ std::string_view HttpRequest::path() const {
   return t.substr(0, t.find('?'));
 }
 
-// Both look in the order received, as Beast's find() would answer for a repeated field, by a scan: a request has a
-// handful of fields, and most comparisons end at the name's length (or compare field codes), where Beast's ordered
-// search compares names character by character without regard to case. Beast's header limit bounds the scan.
-std::string_view HttpRequest::header(std::string_view name) const {
-  for (const auto& field : headers) {
-    if (beast::iequals(field.name_string(), name)) return field.value();
-  }
-  return {};
-}
+std::string_view HttpRequest::header(std::string_view name) const { return headers.Find(name); }
 
-std::string_view HttpRequest::header(http::field name) const {
-  for (const auto& field : headers) {
-    if (field.name() == name) return field.value();
-  }
-  return {};
-}
+std::string_view HttpRequest::header(http::field name) const { return headers.Find(http::to_string(name)); }
 
 namespace {
 

@@ -1,7 +1,6 @@
 #pragma once
 
 #include <boost/beast/http/field.hpp>
-#include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
 #include <cstddef>
@@ -19,6 +18,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 #include "frontend/http/request_body.h"
+#include "frontend/http/request_head.h"
 #include "model/request.h"
 
 namespace weft {
@@ -29,7 +29,7 @@ class CallerMemo;  // auth/gatekeeper.h
 struct HttpRequest {
   boost::beast::http::verb method = boost::beast::http::verb::unknown;
   std::string target;  // as sent: path and query
-  boost::beast::http::fields headers;
+  HttpHeaders headers;
   std::shared_ptr<const RequestBody> body;  // never null; may outlive the connection (tensors view it)
   // Cancelled when the client closes the connection before the answer is written.
   std::shared_ptr<CancelToken> cancel;
@@ -47,7 +47,7 @@ struct HttpRequest {
   std::string_view path() const;
   // A header's value, empty when absent.
   std::string_view header(std::string_view name) const;
-  // The same for a header Beast knows by name: compares the parser's field codes, not the names' characters.
+  // The same for a header Beast has a name for.
   std::string_view header(boost::beast::http::field name) const;
 };
 

@@ -113,11 +113,11 @@ class HttpServerTest : public ::testing::Test {
 
 TEST(HttpRequestTest, AHeaderIsFoundWithoutRegardToCaseAndTheFirstOfARepeatedOneFirst) {
   HttpRequest request;
-  request.headers.insert("content-TYPE", "application/json");
-  request.headers.insert("X-Custom", "one");
-  request.headers.insert("Authorization", "Bearer first");
-  request.headers.insert("x-custom", "two");
-  request.headers.insert("authorization", "Bearer second");
+  request.headers.Add("content-TYPE", "application/json");
+  request.headers.Add("X-Custom", "one");
+  request.headers.Add("Authorization", "Bearer first");
+  request.headers.Add("x-custom", "two");
+  request.headers.Add("authorization", "Bearer second");
   EXPECT_EQ(request.header("Content-Type"), "application/json");
   EXPECT_EQ(request.header(http::field::content_type), "application/json");
   EXPECT_EQ(request.header("X-CUSTOM"), "one");
@@ -254,6 +254,41 @@ TEST_F(HttpServerTest, MalformedRequestGets400) {
   EXPECT_EQ(r.status, 400u);
   EXPECT_TRUE(client.WaitForClose());
   ExpectHealthy();
+}
+
+// Heads that two parsers could read differently (request smuggling) are refused, each with its reason, and the
+// connection closes: whatever follows on it cannot be trusted to start a request.
+TEST_F(HttpServerTest, HeadsThatCouldSmuggleARequestGet400AndTheConnectionCloses) {
+  StartServer();
+  const std::pair<std::string, std::string> heads[] = {
+      {"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+       "both Content-Length and Transfer-Encoding"},
+      {"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nContent-Length: 40\r\n\r\ndata", "more than one"},
+      {"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length : 4\r\n\r\ndata", "name"},
+      {"POST /echo HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n Content-Length: 4\r\n\r\ndata", "folding"},
+      {"POST /echo HTTP/1.1\nHost: x\nContent-Length: 4\n\ndata", "bare LF"},
+  };
+  for (const auto& [head, reason] : heads) {
+    HttpTestClient client(server_->port());
+    ASSERT_EQ(client.WriteRaw(head), "");
+    TestResponse r = client.ReadResponse();
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.status, 400u) << head;
+    EXPECT_NE(r.body.find(reason), std::string::npos) << r.body;
+    EXPECT_TRUE(client.WaitForClose()) << head;
+  }
+  ExpectHealthy();
+}
+
+TEST_F(HttpServerTest, AHeadArrivingAByteAtATimeIsServed) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  const std::string request = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
+  for (char c : request) ASSERT_EQ(client.WriteRaw(std::string(1, c)), "");
+  TestResponse r = client.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, "hello");
 }
 
 TEST_F(HttpServerTest, OversizedHeaderGets431) {
