@@ -3,7 +3,9 @@
 #include <openssl/types.h>
 
 #include <algorithm>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/compose.hpp>
 #include <boost/asio/io_context.hpp>
@@ -15,6 +17,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace weft {
@@ -148,10 +151,22 @@ class TlsSocket {
     Step result_;
   };
 
+  // Composed without an I/O object, so that no outstanding work is tracked: given the socket, async_compose keeps a
+  // tracked copy of its executor and hands out copies of that, each one an atomic increment and decrement of the
+  // io_context's work count (0.15 µs of an HTTPS request, docs/benchmarks.md). The server's work guards keep its
+  // io_contexts running. A handler without an executor of its own gets the socket's, so that the operation's steps
+  // and its post stay on the connection's thread.
   template <bool kCountsBytes, typename Signature, typename StepFn, typename Handler>
   auto Start(StepFn step, Handler&& handler) {
-    return boost::asio::async_compose<Handler, Signature>(Operation<StepFn, kCountsBytes>(*this, std::move(step)),
-                                                          handler, socket_);
+    using Operation = TlsSocket::Operation<StepFn, kCountsBytes>;
+    if constexpr (std::is_same_v<
+                      boost::asio::associated_executor_t<std::decay_t<Handler>, boost::asio::system_executor>,
+                      boost::asio::system_executor>) {
+      auto bound = boost::asio::bind_executor(socket_.get_executor(), std::forward<Handler>(handler));
+      return boost::asio::async_compose<decltype(bound), Signature>(Operation(*this, std::move(step)), bound);
+    } else {
+      return boost::asio::async_compose<Handler, Signature>(Operation(*this, std::move(step)), handler);
+    }
   }
 
   // Continues `self` once OpenSSL has more of the socket's bytes to read: a receive into input_ (speculative, as on
