@@ -7,7 +7,8 @@
 #   jwt     --auth-jwks: every request carries the same RS256 JWT (verified once, then found in the cache)
 #   tls     --tls-cert/--tls-key, no authentication: HTTPS with keep-alive
 # Only the arm under load is busy; the others sit idle. Prints one row per round and arm, then for each arm the
-# median over the rounds of its req/s over that round's `off`. Report: bench/results/security_<time>.md.
+# median over the rounds of its req/s over that round's `off`, wrk's errors split into non-2xx answers and socket
+# errors, and what each server logged at level error. Report: bench/results/security_<time>.md.
 #
 # With SERVER_CPUS and CLIENT_CPUS (taskset lists), the servers and wrk run on cores of their own, as when clients
 # are other machines: the ratios are then the server's alone, without wrk's own TLS work on the server's cores.
@@ -108,7 +109,7 @@ start_servers
 
 cpu_ms() { awk '{print ($14 + $15) * 10}' "/proc/$1/stat"; }
 
-echo "| round | arm | req/s | p50 ms | p99 ms | errors | server CPU µs per request |" > "$REPORT"
+echo "| round | arm | req/s | p50 ms | p99 ms | errors: non-2xx / socket | server CPU µs per request |" > "$REPORT"
 echo "|---:|---|---:|---:|---:|---:|---:|" >> "$REPORT"
 for round in $(seq "$ROUNDS"); do
   if [ "$RESTART_EVERY" -gt 0 ] && [ "$round" -gt 1 ] && [ $(((round - 1) % RESTART_EVERY)) -eq 0 ]; then
@@ -122,7 +123,7 @@ for round in $(seq "$ROUNDS"); do
     result=$(load "$arm" "$DURATION")
     after=$(cpu_ms "${PID[$arm]}")
     echo "$result" | awk -v r="$round" -v a="$arm" -v cpu=$((after - before)) -F'\t' \
-      '{printf "| %s | %s | %.0f | %.3f | %.3f | %d | %.1f |\n", r, a, $4, $5, $6, $9 + $10, cpu * 1000 / $2}' >> "$REPORT"
+      '{printf "| %s | %s | %.0f | %.3f | %.3f | %d / %d | %.1f |\n", r, a, $4, $5, $6, $9, $10, cpu * 1000 / $2}' >> "$REPORT"
   done
 done
 {
@@ -141,6 +142,15 @@ for arm in ("off", "apikey", "jwt", "tls"):
     print(f"| {arm} | {statistics.median(rps[arm].values()):.0f} | {statistics.median(ratios):.3f} | {ratios[0]:.3f} "
           f"| {ratios[-1]:.3f} | {statistics.median(cpu[arm].values()):.1f} |")
 PY
+  # What the servers logged at level error (a failed round is then explained in the report, not lost with WORK).
+  for arm in "${ARMS[@]}"; do
+    if [ -s "$WORK/$arm.log" ]; then
+      echo
+      echo "Server log of \`$arm\` (first 20 lines):"
+      echo
+      head -20 "$WORK/$arm.log" | sed 's/^/    /'
+    fi
+  done
 } >> "$REPORT"
 cat "$REPORT"
 echo "report: $REPORT"
