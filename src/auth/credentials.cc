@@ -30,23 +30,17 @@ constexpr std::array<uint8_t, 256> kCharClasses = MakeCharClasses();
 
 bool Is(char c, uint8_t char_class) { return (kCharClasses[static_cast<unsigned char>(c)] & char_class) != 0; }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 Result<std::optional<std::string_view>> ParseBearer(std::string_view authorization) {
-  authorization = Trim(authorization);
+  authorization = TrimOptionalWhitespace(authorization);
   if (authorization.empty()) return std::optional<std::string_view>();
   size_t scheme_end = 0;
   while (scheme_end < authorization.size() && !IsSpace(authorization[scheme_end])) ++scheme_end;
   if (!EqualsIgnoringAsciiCase(authorization.substr(0, scheme_end), "bearer")) {
     return Unauthenticated("the authorization scheme is not Bearer");
   }
-  const std::string_view token = Trim(authorization.substr(scheme_end));
+  const std::string_view token = TrimOptionalWhitespace(authorization.substr(scheme_end));
   if (token.empty()) return Unauthenticated("the Bearer credential has no token");
   size_t i = 0;
   while (i < token.size() && Is(token[i], kToken68)) ++i;

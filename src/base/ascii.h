@@ -17,4 +17,12 @@ constexpr bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b) {
   return true;
 }
 
+// Without the optional whitespace (OWS: spaces and horizontal tabs, RFC 9110 section 5.6.3) at either end, as
+// header values and list elements are read.
+constexpr std::string_view TrimOptionalWhitespace(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
 }  // namespace weft

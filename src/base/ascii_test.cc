@@ -20,6 +20,14 @@ TEST(EqualsIgnoringAsciiCase, ComparesLettersWithoutCase) {
   EXPECT_FALSE(EqualsIgnoringAsciiCase("\xc4", "\xe4"));
 }
 
+TEST(TrimOptionalWhitespace, TrimsSpacesAndTabsAtBothEndsOnly) {
+  EXPECT_EQ(TrimOptionalWhitespace(" \t a b\t "), "a b");
+  EXPECT_EQ(TrimOptionalWhitespace("a"), "a");
+  EXPECT_EQ(TrimOptionalWhitespace(" \t "), "");
+  EXPECT_EQ(TrimOptionalWhitespace(""), "");
+  EXPECT_EQ(TrimOptionalWhitespace("\ra\n"), "\ra\n");
+}
+
 // The bug this replaces: a last character that differs only in case made beast::iequals read past both ends.
 // Under ASan this test fails if the compare reads outside exact-size heap buffers.
 TEST(EqualsIgnoringAsciiCase, ReadsNothingPastTheEnds) {

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <random>
 
+#include "base/ascii.h"
+
 namespace weft {
 namespace {
 
@@ -15,14 +17,6 @@ constexpr size_t kMaxTraceStateMembers = 32;
 constexpr size_t kMaxTraceStateLength = 512;
 // "00-" 32 hex "-" 16 hex "-" 2 hex.
 constexpr size_t kTraceparentLength = 55;
-
-// OWS in RFC 7230: spaces and horizontal tabs.
-std::string_view TrimOws(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return {};
-  const size_t end = s.find_last_not_of(" \t");
-  return s.substr(begin, end - begin + 1);
-}
 
 int LowerHexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -78,7 +72,7 @@ bool ValidTraceState(std::string_view state) {
   size_t count = 0;
   while (true) {
     const size_t comma = state.find(',');
-    const std::string_view member = TrimOws(state.substr(0, comma));
+    const std::string_view member = TrimOptionalWhitespace(state.substr(0, comma));
     if (!member.empty()) {
       const size_t eq = member.find('=');
       if (eq == std::string_view::npos || count == kMaxTraceStateMembers) return false;
@@ -136,7 +130,7 @@ IdGenerator& ThreadGenerator() {
 }  // namespace
 
 std::optional<TraceContext> ParseTraceContext(std::string_view traceparent, std::string_view tracestate) {
-  const std::string_view parent = TrimOws(traceparent);
+  const std::string_view parent = TrimOptionalWhitespace(traceparent);
   if (parent.size() < kTraceparentLength) return std::nullopt;
   uint8_t version = 0;
   if (!ParseLowerHex(parent.substr(0, 2), {&version, 1}) || version == 0xff) return std::nullopt;
@@ -155,7 +149,7 @@ std::optional<TraceContext> ParseTraceContext(std::string_view traceparent, std:
   }
   if (AllZero(context.trace_id) || AllZero(context.parent_span_id)) return std::nullopt;
   context.sampled = (flags & 0x01) != 0;
-  const std::string_view state = TrimOws(tracestate);
+  const std::string_view state = TrimOptionalWhitespace(tracestate);
   if (ValidTraceState(state)) context.trace_state = std::string(state);
   return context;
 }

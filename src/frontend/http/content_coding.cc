@@ -23,17 +23,11 @@ constexpr int kDetectWindow = 15 + 32;
 constexpr size_t kMaxStep = size_t{1} << 30;
 constexpr size_t kInflateChunk = size_t{64} << 10;
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // The q-value of one Accept-Encoding entry's parameters ("q=0.5"); 1 without one; nullopt when malformed.
 std::optional<double> QualityOf(std::string_view params) {
   while (!params.empty()) {
     size_t semi = params.find(';');
-    std::string_view param = Trim(params.substr(0, semi));
+    std::string_view param = TrimOptionalWhitespace(params.substr(0, semi));
     params = semi == std::string_view::npos ? std::string_view() : params.substr(semi + 1);
     if (param.size() < 2 || std::tolower(static_cast<unsigned char>(param[0])) != 'q' || param[1] != '=') continue;
     std::string_view value = param.substr(2);
@@ -57,7 +51,7 @@ std::string_view ContentCodingName(ContentCoding coding) {
 }
 
 std::optional<ContentCoding> ParseContentEncoding(std::string_view header) {
-  header = Trim(header);
+  header = TrimOptionalWhitespace(header);
   if (header.empty() || EqualsIgnoringAsciiCase(header, "identity")) return ContentCoding::kIdentity;
   if (EqualsIgnoringAsciiCase(header, "gzip") || EqualsIgnoringAsciiCase(header, "x-gzip")) return ContentCoding::kGzip;
   if (EqualsIgnoringAsciiCase(header, "deflate")) return ContentCoding::kDeflate;
@@ -71,7 +65,7 @@ ContentCoding ChooseResponseCoding(std::string_view accept_encoding) {
     std::string_view entry = accept_encoding.substr(0, comma);
     accept_encoding = comma == std::string_view::npos ? std::string_view() : accept_encoding.substr(comma + 1);
     size_t semi = entry.find(';');
-    std::string_view name = Trim(entry.substr(0, semi));
+    std::string_view name = TrimOptionalWhitespace(entry.substr(0, semi));
     std::optional<double> q = QualityOf(semi == std::string_view::npos ? std::string_view() : entry.substr(semi + 1));
     if (!q) continue;
     if (EqualsIgnoringAsciiCase(name, "gzip") || EqualsIgnoringAsciiCase(name, "x-gzip")) gzip = q;

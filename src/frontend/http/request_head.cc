@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/ascii.h"
+#include "base/checked_math.h"
 
 namespace weft {
 namespace {
@@ -57,18 +58,12 @@ bool IsTarget(std::string_view target) {
   return bad == 0;
 }
 
-std::string_view TrimSpaces(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // Connection is a comma-separated list of options, each a token (RFC 9110 sections 5.6.1 and 7.6.1; empty elements
 // are ignored). False when it is not.
 bool ReadConnectionOptions(std::string_view value, bool* close, bool* keep_alive) {
   for (;;) {
     const size_t comma = value.find(',');
-    const std::string_view option = TrimSpaces(value.substr(0, comma));
+    const std::string_view option = TrimOptionalWhitespace(value.substr(0, comma));
     if (!option.empty() && !IsToken(option)) return false;
     if (EqualsIgnoringAsciiCase(option, "close")) *close = true;
     if (EqualsIgnoringAsciiCase(option, "keep-alive")) *keep_alive = true;
@@ -80,12 +75,11 @@ bool ReadConnectionOptions(std::string_view value, bool* close, bool* keep_alive
 // 1*DIGIT below 2^64.
 std::optional<uint64_t> ParseLength(std::string_view text) {
   if (text.empty()) return std::nullopt;
-  uint64_t n = 0;
+  std::optional<uint64_t> n = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return std::nullopt;
-    if (__builtin_mul_overflow(n, uint64_t{10}, &n) || __builtin_add_overflow(n, static_cast<uint64_t>(c - '0'), &n)) {
-      return std::nullopt;
-    }
+    if (n = CheckedMul<uint64_t>(*n, 10); n) n = CheckedAdd<uint64_t>(*n, static_cast<uint64_t>(c - '0'));
+    if (!n) return std::nullopt;
   }
   return n;
 }
@@ -199,7 +193,7 @@ Status ParseRequestHead(std::string_view head, RequestHead* out) {
       return InvalidArgument("a header field's name is empty, has a character outside a token, or no colon");
     }
     const std::string_view name = field.substr(0, name_size);
-    const std::string_view value = TrimSpaces(field.substr(name_size + 1));
+    const std::string_view value = TrimOptionalWhitespace(field.substr(name_size + 1));
     if (HasControl(value)) return InvalidArgument("a header field's value has a control character");
     headers.places_.push_back(HttpHeaders::Place{static_cast<uint32_t>(at), static_cast<uint32_t>(name_size),
                                                  static_cast<uint32_t>(value.data() - text.data()),
