@@ -8,33 +8,37 @@ namespace weft {
 void BusyTime::Add(SteadyTime start, SteadyTime end) {
   if (end <= start) return;
   // Merge with every interval that overlaps or touches [start, end].
-  auto it = intervals_.upper_bound(start);
-  if (it != intervals_.begin()) {
-    auto prev = std::prev(it);
-    if (prev->second >= start) it = prev;
-  }
+  auto first = std::upper_bound(intervals_.begin(), intervals_.end(), start,
+                                [](SteadyTime t, const Interval& i) { return t < i.start; });
+  if (first != intervals_.begin() && std::prev(first)->end >= start) --first;
+  auto last = first;
   SteadyTime::duration merged{0};  // the length of the pieces absorbed, counted in total_ before
-  while (it != intervals_.end() && it->first <= end) {
-    merged += it->second - it->first;
-    start = std::min(start, it->first);
-    end = std::max(end, it->second);
-    it = intervals_.erase(it);
+  for (; last != intervals_.end() && last->start <= end; ++last) {
+    merged += last->end - last->start;
+    start = std::min(start, last->start);
+    end = std::max(end, last->end);
   }
-  intervals_.emplace(start, end);
+  if (first == last) {
+    intervals_.insert(first, Interval{start, end});
+  } else {
+    *first = Interval{start, end};
+    intervals_.erase(std::next(first), last);
+  }
   total_ += (end - start) - merged;
   latest_end_ = std::max(latest_end_, end);
   const SteadyTime cutoff = latest_end_ - horizon_;
-  while (!intervals_.empty() && intervals_.begin()->second < cutoff) intervals_.erase(intervals_.begin());
+  while (!intervals_.empty() && intervals_.front().end < cutoff) intervals_.pop_front();
 }
 
 SteadyTime::duration BusyTime::Covered(SteadyTime from, SteadyTime to) const {
   SteadyTime::duration covered{0};
   if (to <= from) return covered;
-  auto it = intervals_.upper_bound(from);
+  auto it = std::upper_bound(intervals_.begin(), intervals_.end(), from,
+                             [](SteadyTime t, const Interval& i) { return t < i.start; });
   if (it != intervals_.begin()) --it;
-  for (; it != intervals_.end() && it->first < to; ++it) {
-    const SteadyTime s = std::max(it->first, from);
-    const SteadyTime e = std::min(it->second, to);
+  for (; it != intervals_.end() && it->start < to; ++it) {
+    const SteadyTime s = std::max(it->start, from);
+    const SteadyTime e = std::min(it->end, to);
     if (e > s) covered += e - s;
   }
   return covered;

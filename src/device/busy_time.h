@@ -1,7 +1,7 @@
 #pragma once
 
 #include <chrono>
-#include <map>
+#include <deque>
 
 #include "base/clock.h"
 
@@ -27,7 +27,12 @@ class BusyTime {
 
  private:
   const SteadyTime::duration horizon_;
-  std::map<SteadyTime, SteadyTime> intervals_;  // start -> end; disjoint and not touching
+  struct Interval {
+    SteadyTime start, end;
+  };
+  // Sorted by start; disjoint and not touching. A deque, not a map: intervals arrive in about the order of time,
+  // so an Add lands at the back and the horizon drops from the front, without a node allocated per batch.
+  std::deque<Interval> intervals_;
   SteadyTime latest_end_{};
   SteadyTime::duration total_{0};
 };

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
 namespace weft {
 namespace {
 
@@ -59,6 +63,27 @@ TEST(BusyTimeTest, EmptyIntervalsAreIgnored) {
   busy.Add(At(6), At(5));
   EXPECT_EQ(busy.intervals(), 0u);
   EXPECT_EQ(busy.total(), milliseconds(0));
+}
+
+// Intervals in random order and overlap, against a millisecond bitmap: the merged set covers the same instants.
+TEST(BusyTimeTest, RandomIntervalsCoverWhatABitmapCovers) {
+  std::mt19937 random(7);
+  for (int round = 0; round < 50; ++round) {
+    BusyTime busy;
+    std::vector<bool> bitmap(400, false);
+    for (int i = 0; i < 40; ++i) {
+      const int start = static_cast<int>(random() % 380);
+      const int length = static_cast<int>(random() % 20);
+      busy.Add(At(start), At(start + length));
+      for (int ms = start; ms < start + length; ++ms) bitmap[ms] = true;
+      const int from = static_cast<int>(random() % 400);
+      const int to = from + static_cast<int>(random() % (400 - from + 1));
+      int expected = 0;
+      for (int ms = from; ms < to; ++ms) expected += bitmap[ms] ? 1 : 0;
+      ASSERT_EQ(busy.Covered(At(from), At(to)), milliseconds(expected)) << "round " << round << " add " << i;
+    }
+    EXPECT_EQ(busy.total(), milliseconds(std::count(bitmap.begin(), bitmap.end(), true)));
+  }
 }
 
 }  // namespace

@@ -146,6 +146,25 @@ TEST(InferRequestDecoderTest, NonFiniteFloatsAsStrings) {
   ExpectError(OneInput("INT32", "[1]", R"(["NaN"])"), StatusCode::kInvalidArgument, "expected an integer");
 }
 
+// FP32 in a flat array takes a one-pass path; whatever it cannot take (a string, an overflow, nesting) goes the
+// general way, from the first element again, with the same values and errors.
+TEST(InferRequestDecoderTest, FlatFp32DataThatLeavesTheFastPathDecodesTheSame) {
+  auto plain = Decode(OneInput("FP32", "[4]", "[1.5, -2, 18446744073709551615, 0.1]"));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(Values<float>(plain->request->inputs[0]), (std::vector<float>{1.5f, -2.0f, 18446744073709551615.0f, 0.1f}));
+  auto mixed = Decode(OneInput("FP32", "[4]", R"([1.5, 2, "Infinity", 4])"));
+  ASSERT_TRUE(mixed.ok()) << mixed.status().ToString();
+  EXPECT_EQ(Values<float>(mixed->request->inputs[0]),
+            (std::vector<float>{1.5f, 2.0f, std::numeric_limits<float>::infinity(), 4.0f}));
+  auto nested = Decode(OneInput("FP32", "[2,2]", "[[1, 2], [3, 4]]"));
+  ASSERT_TRUE(nested.ok()) << nested.status().ToString();
+  EXPECT_EQ(Values<float>(nested->request->inputs[0]), (std::vector<float>{1, 2, 3, 4}));
+  ExpectError(OneInput("FP32", "[3]", "[1, 2, 1e39]"), StatusCode::kInvalidArgument, "element 2: ");
+  ExpectError(OneInput("FP32", "[3]", "[1, true, 3]"), StatusCode::kInvalidArgument, "element 1: expected a number");
+  ExpectError(OneInput("FP32", "[2]", "[1, 2, 3]"), StatusCode::kInvalidArgument, "more elements than the shape");
+  ExpectError(OneInput("FP32", "[4]", "[1, 2, 3]"), StatusCode::kInvalidArgument, "data has 3 elements");
+}
+
 TEST(InferRequestDecoderTest, DataThatDoesNotFillTheShapeIsRejected) {
   ExpectError(OneInput("FP32", "[2,2]", "[1,2,3]"), StatusCode::kInvalidArgument, "data has 3 elements");
   ExpectError(OneInput("FP32", "[2]", "[1,2,3]"), StatusCode::kInvalidArgument, "more elements than the shape");
