@@ -1,5 +1,6 @@
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,7 +13,9 @@
 
 namespace weft {
 
-using Shape = std::vector<int64_t>;
+// Dimensions, held inline up to rank 6: a shape is copied with every tensor, and as a std::vector each copy (of
+// the request's shape, the model's, the batch's) was an allocation, about a dozen per request.
+using Shape = boost::container::small_vector<int64_t, 6>;
 
 // Number of elements of a shape; -1 if a dimension is negative or the product overflows.
 int64_t ElementCount(const Shape& shape);

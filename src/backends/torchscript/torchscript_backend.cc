@@ -224,7 +224,7 @@ class TorchScriptInstance : public ModelInstance {
         return Internal("output '" + want.name + "': the model produced " +
                         std::string(c10::toString(result.scalar_type())) + ", which weft cannot return");
       }
-      Shape shape = result.sizes().vec();
+      Shape shape(result.sizes().begin(), result.sizes().end());
       WEFT_RETURN_IF_ERROR(CheckOutput(config_, want, *type, shape, batch_size));
       auto owner = std::make_shared<const torch::Tensor>(std::move(result));
       const auto* data = static_cast<const std::byte*>(owner->data_ptr());

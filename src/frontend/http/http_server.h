@@ -59,7 +59,9 @@ struct HttpResponse {
   };
 
   unsigned status = 200;
-  std::string content_type = "application/json";
+  // A string with static storage (every type the server sends is a literal): a std::string of this default, one
+  // byte over the short-string buffer, allocated each time a response was made, three times per request.
+  std::string_view content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;  // besides Content-Type/-Length and Connection
   std::string body;
   std::vector<Segment> segments;
