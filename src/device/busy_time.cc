@@ -5,11 +5,15 @@
 
 namespace weft {
 
+std::deque<BusyTime::Interval>::const_iterator BusyTime::FirstStartingAfter(SteadyTime t) const {
+  return std::upper_bound(intervals_.begin(), intervals_.end(), t,
+                          [](SteadyTime at, const Interval& i) { return at < i.start; });
+}
+
 void BusyTime::Add(SteadyTime start, SteadyTime end) {
   if (end <= start) return;
   // Merge with every interval that overlaps or touches [start, end].
-  auto first = std::upper_bound(intervals_.begin(), intervals_.end(), start,
-                                [](SteadyTime t, const Interval& i) { return t < i.start; });
+  auto first = intervals_.begin() + (FirstStartingAfter(start) - intervals_.cbegin());
   if (first != intervals_.begin() && std::prev(first)->end >= start) --first;
   auto last = first;
   SteadyTime::duration merged{0};  // the length of the pieces absorbed, counted in total_ before
@@ -33,8 +37,7 @@ void BusyTime::Add(SteadyTime start, SteadyTime end) {
 SteadyTime::duration BusyTime::Covered(SteadyTime from, SteadyTime to) const {
   SteadyTime::duration covered{0};
   if (to <= from) return covered;
-  auto it = std::upper_bound(intervals_.begin(), intervals_.end(), from,
-                             [](SteadyTime t, const Interval& i) { return t < i.start; });
+  auto it = FirstStartingAfter(from);
   if (it != intervals_.begin()) --it;
   for (; it != intervals_.end() && it->start < to; ++it) {
     const SteadyTime s = std::max(it->start, from);

@@ -33,6 +33,8 @@ class BusyTime {
   // Sorted by start; disjoint and not touching. A deque, not a map: intervals arrive in about the order of time,
   // so an Add lands at the back and the horizon drops from the front, without a node allocated per batch.
   std::deque<Interval> intervals_;
+  // The first interval that starts after `t`.
+  std::deque<Interval>::const_iterator FirstStartingAfter(SteadyTime t) const;
   SteadyTime latest_end_{};
   SteadyTime::duration total_{0};
 };

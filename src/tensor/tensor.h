@@ -1,6 +1,5 @@
 #pragma once
 
-#include <boost/container/small_vector.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/small_vector.h"
 #include "tensor/data_type.h"
 
 namespace weft {

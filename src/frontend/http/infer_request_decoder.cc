@@ -191,14 +191,9 @@ bool StoreFlatFloats(dom::element data, int64_t count, std::byte* dst) {
   int64_t index = 0;
   for (dom::element e : ArrayOf(data)) {
     if (index == count) return false;
-    double number;
-    switch (e.type()) {
-      case Type::DOUBLE: number = e.get_double().value_unsafe(); break;
-      case Type::INT64: number = static_cast<double>(e.get_int64().value_unsafe()); break;
-      case Type::UINT64: number = static_cast<double>(e.get_uint64().value_unsafe()); break;
-      default: return false;
-    }
-    std::optional<float> f = ToFloat(number);
+    std::optional<double> number = AsNumber(e);
+    if (!number) return false;
+    std::optional<float> f = ToFloat(*number);
     if (!f) return false;
     std::memcpy(dst + index * 4, &*f, 4);
     ++index;

@@ -75,11 +75,13 @@ bool ReadConnectionOptions(std::string_view value, bool* close, bool* keep_alive
 // 1*DIGIT below 2^64.
 std::optional<uint64_t> ParseLength(std::string_view text) {
   if (text.empty()) return std::nullopt;
-  std::optional<uint64_t> n = 0;
+  uint64_t n = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return std::nullopt;
-    if (n = CheckedMul<uint64_t>(*n, 10); n) n = CheckedAdd<uint64_t>(*n, static_cast<uint64_t>(c - '0'));
-    if (!n) return std::nullopt;
+    std::optional<uint64_t> next = CheckedMul<uint64_t>(n, 10);
+    if (next) next = CheckedAdd<uint64_t>(*next, static_cast<uint64_t>(c - '0'));
+    if (!next) return std::nullopt;
+    n = *next;
   }
   return n;
 }

@@ -1,7 +1,6 @@
 #pragma once
 
 #include <boost/beast/http/verb.hpp>
-#include <boost/container/small_vector.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -9,6 +8,7 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "base/small_vector.h"
 
 namespace weft {
 
