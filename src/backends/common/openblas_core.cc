@@ -44,7 +44,10 @@ CpuVectorFeatures DetectCpuVectorFeatures() {
 
 std::optional<std::string> OpenBlasCoreToUse(std::string_view chosen, bool chosen_by_user,
                                              const CpuVectorFeatures& features) {
-  // A real Prescott has no AVX; with AVX, "Prescott" is OpenBLAS's fall-through for a CPU it does not know.
+  // A real Prescott has no AVX; with AVX, "Prescott" is the fall-through for an Intel family 6 model that 0.3.21
+  // has no case for (the only misreading in its detection: unknown AMD families and other unknown Intel models
+  // get the best set their features allow, and old sets on a CPU with AVX are otherwise deliberate, as Bobcat's
+  // on AMD's Jaguar).
   if (chosen_by_user || chosen != "Prescott" || !features.avx) return std::nullopt;
   // OpenBLAS 0.3.21 does not find "Cooperlake" by name (its lookup stops one short of it), then picks by the
   // CPU's features, as here: Cooperlake all the same.

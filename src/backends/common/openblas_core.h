@@ -16,9 +16,9 @@ namespace weft {
 // The vector instructions that OpenBLAS's kernel sets need, as the CPU and the OS offer them.
 struct CpuVectorFeatures {
   bool avx = false;
-  bool avx2_fma = false;      // AVX2 and FMA: OpenBLAS's "Haswell" kernels
-  bool avx512 = false;        // AVX-512 F, VL, BW, DQ: "SkylakeX"
-  bool avx512_bf16 = false;   // and AVX-512 BF16: "Cooperlake"
+  bool avx2_fma = false;     // AVX2 and FMA: OpenBLAS's "Haswell" kernels
+  bool avx512 = false;       // AVX-512 F, VL, BW, DQ: "SkylakeX"
+  bool avx512_bf16 = false;  // and AVX-512 BF16: "Cooperlake"
 };
 
 CpuVectorFeatures DetectCpuVectorFeatures();

@@ -1,11 +1,10 @@
 #include "backends/common/openblas_core.h"
 
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace weft {
 namespace {
@@ -60,8 +59,7 @@ TEST(FixOpenBlasCoreForThisCpuTest, OpenBlasEndsOnKernelsThisCpuRunsAndTheyMulti
   EXPECT_EQ(FixOpenBlasCoreForThisCpu(), std::nullopt) << "a second call changes nothing";
 
   // C = A (3x70) times B (70x5), row-major, through cblas_sgemm: sizes that take the kernels' edge cases too.
-  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
-                         int);
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
   auto sgemm = reinterpret_cast<Sgemm>(::dlsym(library, "cblas_sgemm"));
   ASSERT_NE(sgemm, nullptr);
   constexpr int kM = 3, kK = 70, kN = 5;
