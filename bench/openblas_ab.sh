@@ -33,7 +33,7 @@ peer_model "$WORK/repo" mlp_pt "$WORK/peers/models" mlp.pt pytorch_libtorch INPU
 OWN=$(OPENBLAS_VERBOSE=2 "$RUNTIME_BENCH" --model-dir "$WORK/repo/mlp_pt" --batches 1 --instances 1 --threads 1 \
   --seconds 0.1 --rounds 1 2>&1 | sed -n 's/^Core: //p' | head -1)
 [ -n "$OWN" ] || { echo "openblas_ab: no run-time-dispatching OpenBLAS under libtorch here" >&2; exit 1; }
-declare -A ENVS=([own]="OPENBLAS_CORETYPE=$OWN" [weft]="WEFT_OPENBLAS_AB=1")
+declare -A ENVS=([own]="OPENBLAS_CORETYPE=$OWN" [weft]="")  # unquoted below: empty adds nothing
 echo "# OpenBLAS's kernels under libtorch ($(date -u +%Y-%m-%dT%H:%MZ)): OpenBLAS chose $OWN by itself"
 echo
 echo "In process (weft_runtime_bench, one instance of one thread, 2 rounds of 2 s), items/s:"
