@@ -32,9 +32,10 @@ class LaneExecutor final : public InstanceExecutor {
   bool AcquireSlot(std::stop_token stop) override { return lane_->AcquireSlot(stop); }
   void ReleaseSlot() override { lane_->ReleaseSlot(); }
   void Submit(std::vector<Tensor> inputs, ExecutionDone done, BatchHints hints) override {
-    // The caller is the scheduler's instance thread. Its next batch could not start before this one ends (an
-    // instance runs one batch at a time), so it may as well run this one itself when the device would start it
-    // at once: the hand-off to a device worker is saved. For a lone request it runs the completion too, which saves
+    // The caller is the scheduler's instance thread, or a client's thread that borrowed the idle instance for a lone
+    // request (Scheduler::Submit). The instance's next batch could not start before this one ends (an instance runs
+    // one batch at a time), so the caller may as well run this one itself when the device would start it at once:
+    // the hand-off to a device worker is saved. For a lone request it runs the completion too, which saves
     // the completion loop's wake-up (BatchHints::lone). Not a background batch: that one waits for idle capacity.
     lane_->Submit(
         std::move(inputs),
@@ -250,8 +251,11 @@ struct Engine::Impl {
   // request on to the next fallback; a fallback that answers says so in the response's parameters.
   // A degraded request (`may_degrade` false) is not degraded again, so that two models naming each other do not
   // pass a request back and forth.
+  // `from_client`: called on the thread that brought the client's request (Engine::Submit), which may then run the
+  // batch itself (Scheduler::Work::caller_may_run); not for fallbacks (on a completion's thread), degraded requests
+  // or shadow copies (the client's own request would wait behind a copy).
   void Attempt(VersionHandle version, std::unique_ptr<InferenceRequest> request, InferenceCallback on_done,
-               std::shared_ptr<FallbackPlan> plan, bool may_degrade = true) {
+               std::shared_ptr<FallbackPlan> plan, bool may_degrade = true, bool from_client = false) {
     ServingVersion::Parts& parts = *version->parts;
     Scheduler& scheduler = *parts.scheduler;
     const bool fallback = plan && plan->next > 0;
@@ -283,29 +287,32 @@ struct Engine::Impl {
     if (plan && !plan->Exhausted()) plan->spare = std::make_unique<InferenceRequest>(*request);
     // The answer holds a handle of its own; `version` stays held until this returns, because the request may be
     // answered (and its handle dropped, the version's last) before the scheduler is done with Submit.
+    const bool caller_may_run = from_client && !fallback && !request->background;
     scheduler.Submit({.request = std::move(request),
                       .inputs = std::move(inputs).value(),
-                      .on_done = [this, version, probe = admission.probe, plan,
-                                  on_done = std::move(on_done)](Result<InferenceResponse> result) mutable {
-                        version->parts->guard->Record(result.status(), probe, std::chrono::steady_clock::now());
-                        if (plan && ClassifyForBreaker(result.status()) == CallOutcome::kFailure) {
-                          if (plan->next == 0) {
-                            plan->reason = "server_error";
-                            plan->cause = result.status();
-                          }
-                          if (plan->spare) {
-                            std::unique_ptr<InferenceRequest> request = std::move(plan->spare);
-                            return FallBack(std::move(request), std::move(on_done), std::move(plan));
-                          }
-                          return on_done(NoFallbackLeft(*plan));
-                        }
-                        if (result.ok() && plan && plan->next > 0) {
-                          result->parameters["weft_fallback_from"] = plan->primary;
-                          result->parameters["weft_fallback_reason"] = plan->reason;
-                          plan->answers->Increment();
-                        }
-                        on_done(std::move(result));
-                      }});
+                      .on_done =
+                          [this, version, probe = admission.probe, plan,
+                           on_done = std::move(on_done)](Result<InferenceResponse> result) mutable {
+                            version->parts->guard->Record(result.status(), probe, std::chrono::steady_clock::now());
+                            if (plan && ClassifyForBreaker(result.status()) == CallOutcome::kFailure) {
+                              if (plan->next == 0) {
+                                plan->reason = "server_error";
+                                plan->cause = result.status();
+                              }
+                              if (plan->spare) {
+                                std::unique_ptr<InferenceRequest> request = std::move(plan->spare);
+                                return FallBack(std::move(request), std::move(on_done), std::move(plan));
+                              }
+                              return on_done(NoFallbackLeft(*plan));
+                            }
+                            if (result.ok() && plan && plan->next > 0) {
+                              result->parameters["weft_fallback_from"] = plan->primary;
+                              result->parameters["weft_fallback_reason"] = plan->reason;
+                              plan->answers->Increment();
+                            }
+                            on_done(std::move(result));
+                          },
+                      .caller_may_run = caller_may_run});
   }
 
   // weft.degrade_to's model when `version` would answer `request` after its deadline (the expected latency its
@@ -610,6 +617,8 @@ Result<VersionHandle> Engine::StartCopy(std::shared_ptr<LoadedVersion> loaded, s
   WEFT_ASSIGN_OR_RETURN(ResilienceConfig resilience, ParseResilienceConfig(config));
   if (options.device) scheduler_options.on_out_of_memory = [device = options.device] { device->ReleaseCachedMemory(); };
   scheduler_options.execution_timeout = resilience.execution_timeout;
+  scheduler_options.callers_run_lone_requests =
+      resilience.execution_timeout.count() == 0 && (!options.device || options.device->kind() == DeviceKind::kCpu);
   WEFT_ASSIGN_OR_RETURN(const bool batch_tuning, BatchTuningEnabled(config));
   if (batch_tuning) scheduler_options.batch_tuning = BatchTunerOptions{};
   if (resilience.execution_timeout.count() > 0 && loaded->backend) {
@@ -697,7 +706,8 @@ void Engine::Submit(std::unique_ptr<InferenceRequest> request, InferenceCallback
     plan->primary_model = version->config().name;
     plan->primary = version->config().name + "/" + std::to_string(version->version());
   }
-  impl_->Attempt(std::move(version), std::move(request), std::move(on_done), std::move(plan));
+  impl_->Attempt(std::move(version), std::move(request), std::move(on_done), std::move(plan), /*may_degrade=*/true,
+                 /*from_client=*/true);
 }
 
 Result<std::shared_ptr<const LoadedVersion>> Engine::FindVersion(const std::string& model, int64_t version) const {

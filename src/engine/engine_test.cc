@@ -358,6 +358,35 @@ TEST_P(EngineTest, RapidSwapsNeverTouchARetiredVersion) {
   EXPECT_EQ(unloaded->load(), kSwaps - 1);
 }
 
+// A client's lone request on an idle instance runs on the thread that submits it once executions are measured as
+// short: the answer is there when Submit returns (on the CPU device through the multiplexer, as without a device).
+// With weft.execution_timeout_ms it never does: a hung execution would hold the client's (I/O) thread.
+TEST_P(EngineTest, ALoneRequestRunsOnTheSubmittingThreadUnlessAnExecutionMayHang) {
+  for (const bool timeout : {false, true}) {
+    SCOPED_TRACE(timeout ? "with an execution timeout" : "without one");
+    ModelConfig config = DoublingConfig();
+    if (timeout) config.parameters["weft.execution_timeout_ms"] = "10000";
+    Start({}, {}, config);
+    int answered_here = 0;
+    for (int i = 0; i < 100 && answered_here == 0; ++i) {
+      std::promise<std::thread::id> done;
+      auto future = done.get_future();
+      engine_->Submit(MakeRequest({1, float(i)}, {1, 2}), [&done](Result<InferenceResponse> r) {
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        done.set_value(std::this_thread::get_id());
+      });
+      const bool ready = future.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      if (future.get() == std::this_thread::get_id()) {
+        EXPECT_TRUE(ready);
+        ++answered_here;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the instance's thread goes back to waiting
+    }
+    EXPECT_EQ(answered_here, timeout ? 0 : 1);
+    engine_.reset();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Execution, EngineTest, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& info) {
   return info.param ? "CpuDevice" : "SchedulerThread";
 });

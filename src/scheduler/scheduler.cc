@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/thread_name.h"
 #include "scheduler/batch_tensors.h"
+#include "scheduler/caller_run.h"
 #include "trace/trace_context.h"
 
 namespace weft {
@@ -55,6 +56,7 @@ Scheduler::Scheduler(ModelConfig config, std::vector<ModelInstance*> instances, 
   if (tuner_) metrics_.tuned_batch_cap->Set(static_cast<double>(tuner_->chosen()));
   for (size_t i = 0; i < executors.size(); ++i) {
     instances_[i].number = i;
+    instances_[i].executor = executors[i];
     threads_.emplace_back([this, i, executor = executors[i]](std::stop_token stop) {
       SetCurrentThreadName("i:" + config_.name);
       Serve(stop, i, executor);
@@ -155,19 +157,77 @@ void Scheduler::Submit(Work work) {
   std::unique_ptr<QueueEntry> superseded;
   bool wake_timer = false;
   Status status;
+  std::optional<size_t> lent;  // the instance this thread runs the request on itself
+  Entries batch;
+  bool some_lent = false;
   {
     std::lock_guard lock(mu_);
     status = AdmitLocked(entry, now, &superseded, &wake_timer);
+    if (status.ok() && work.caller_may_run && options_.callers_run_lone_requests) {
+      lent = LendIdleInstanceLocked(now, &batch);
+    }
+    some_lent = lent_ > 0;
   }
   if (!status.ok()) {
     Answer(*entry, std::move(status));
     return;  // `entry` (and its cancel registration) dies here, outside the lock
   }
-  work_changed_.notify_one();
-  if (wake_timer) timer_wake_.notify_one();
   if (superseded) {
     Answer(*superseded, Aborted("superseded by a newer frame"));
   }
+  if (!lent) {
+    // A lent instance's thread waits for its instance back and would swallow a single wake-up.
+    if (some_lent) {
+      work_changed_.notify_all();
+    } else {
+      work_changed_.notify_one();
+    }
+    if (wake_timer) timer_wake_.notify_one();
+    return;
+  }
+  // No thread is woken: the instance's thread sleeps on, and the answer comes from this one.
+  Dispatch(*lent, instances_[*lent].executor, std::move(batch), Attempt::kFirst, /*more_queued=*/false);
+  bool wanted = false;  // work came for the instance's thread while this one had it
+  {
+    std::lock_guard lock(mu_);
+    InstanceState& instance = instances_[*lent];
+    instance.lent = false;
+    --lent_;
+    wanted = queue_.size() > 0 || !instance.retries.empty();
+  }
+  if (wanted) work_changed_.notify_all();
+}
+
+std::optional<size_t> Scheduler::LendIdleInstanceLocked(SteadyTime now, Entries* batch) {
+  CallerRunFacts facts{
+      .allowed = true,
+      .queued = queue_.size(),
+      .mean_batch = mean_batch_.load(std::memory_order_relaxed),
+      .mean_execution =
+          std::chrono::nanoseconds(static_cast<int64_t>(mean_execution_ns_.load(std::memory_order_relaxed))),
+      .mean_interval = std::chrono::nanoseconds(static_cast<int64_t>(mean_interval_ns_)),
+  };
+  size_t idle = instances_.size();
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    const InstanceState& state = instances_[i];
+    if (state.waiting && !state.lent && !state.quarantined && state.retries.empty()) {
+      idle = i;
+      break;
+    }
+  }
+  facts.instance_waiting = idle < instances_.size();
+  if (facts.queued == 1 && facts.instance_waiting) {
+    queue_.Snapshot(1, &snapshot_);
+    facts.decision = DecideBatch(snapshot_, now, batch_policy_);
+  }
+  if (!CallerRunsBatch(facts)) return std::nullopt;
+  InstanceState& state = instances_[idle];
+  if (!state.executor->TryAcquireSlot()) return std::nullopt;
+  state.lent = true;
+  ++lent_;
+  queue_.PopFront(1, batch);
+  QueueChangedLocked();
+  return idle;
 }
 
 Status Scheduler::AdmitLocked(std::unique_ptr<QueueEntry>& entry, SteadyTime now,
@@ -210,6 +270,14 @@ Status Scheduler::AdmitLocked(std::unique_ptr<QueueEntry>& entry, SteadyTime now
     *wake_timer = true;
   }
   if (preserve_ordering_) entry->order = next_order_++;
+  if (last_admitted_) {
+    constexpr double kWeight = 0.1;
+    // An idle minute counts as 1 ms: a burst after it is seen as one within a few dozen requests.
+    constexpr double kLongestNanos = 1e6;
+    const double nanos = static_cast<double>(std::chrono::nanoseconds(now - *last_admitted_).count());
+    mean_interval_ns_ = UpdateMean(mean_interval_ns_, std::clamp(nanos, 1.0, kLongestNanos), kWeight);
+  }
+  last_admitted_ = now;
   queue_.Push(std::move(entry));
   QueueChangedLocked();
   return Status::Ok();
@@ -262,11 +330,18 @@ void Scheduler::Serve(std::stop_token stop, size_t instance, InstanceExecutor* e
   Entries expired;
   bool have_slot = false;  // a slot of the executor, taken for the batch about to be popped
   std::unique_lock lock(mu_);
-  const InstanceState& state = instances_[instance];
+  InstanceState& state = instances_[instance];
   std::deque<Entries>& retries = instances_[instance].retries;
   // A quarantined instance takes no more work: its thread ends here, once its execution has returned (inline) or
   // as soon as it sees it (a lane's slot would only queue a batch behind the one that hangs).
   while (!stop.stop_requested() && !state.quarantined) {
+    if (state.lent) {
+      // A submitting thread runs a batch on the instance (Submit). Lent, it holds no slot; it may be lent again.
+      state.waiting = true;
+      work_changed_.wait(lock, stop, [&state] { return !state.lent || state.quarantined; });
+      state.waiting = false;
+      continue;
+    }
     // Checked here as well as by the timer, which may run late: an expired request must never start.
     const SteadyTime now = std::chrono::steady_clock::now();
     if (queue_.Expire(now, &expired)) {
@@ -303,11 +378,13 @@ void Scheduler::Serve(std::stop_token stop, size_t instance, InstanceExecutor* e
     const SteadyTime cap_end = oom_cap > 0 ? instances_[instance].cap_until : SteadyTime::max();
     switch (decision.kind) {
       case BatchDecision::Kind::kIdle:
+        state.waiting = retries.empty();
         if (oom_cap > 0) {
           work_changed_.wait_until(lock, stop, cap_end, changed);
         } else {
           work_changed_.wait(lock, stop, changed);
         }
+        state.waiting = false;
         break;
       case BatchDecision::Kind::kWait:
         work_changed_.wait_until(lock, stop, std::min(decision.wait_until, cap_end), changed);
@@ -485,7 +562,9 @@ void Scheduler::Replace(size_t number) {
       InstanceReplacement& replacement = replacements_.emplace_back(std::move(made).value());
       if (!replacement.executor) replacement.executor = std::make_unique<InlineExecutor>(replacement.instance.get());
       const size_t index = instances_.size();
-      instances_.emplace_back().number = number;
+      InstanceState& added = instances_.emplace_back();
+      added.number = number;
+      added.executor = replacement.executor.get();
       try {
         threads_.emplace_back([this, index, executor = replacement.executor.get()](std::stop_token stop) {
           SetCurrentThreadName("i:" + config_.name);

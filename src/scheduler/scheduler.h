@@ -93,11 +93,18 @@ class Scheduler {
     // concurrently with the destructor's return; may block for as long as loading a model takes. Empty = no
     // replacement (the quarantined instance is only taken out of service).
     std::function<Result<InstanceReplacement>(size_t index)> replace_instance;
+    // Whether a thread that submits a lone request may run its batch itself (CallerRunsBatch), on an instance whose
+    // thread is idle. The engine allows it on the CPU device, without weft.execution_timeout_ms (a hung execution
+    // would hold the submitting thread: an I/O thread, with its other connections).
+    bool callers_run_lone_requests = false;
   };
   struct Work {
     std::unique_ptr<InferenceRequest> request;
     std::vector<Tensor> inputs;  // validated, in config order, framework shapes (batch dim first if it batches)
     InferenceCallback on_done;
+    // The submitting thread may run the request's batch itself (Options::callers_run_lone_requests): it is a
+    // client's request on its first attempt, submitted from a frontend's thread, not from a completion.
+    bool caller_may_run = false;
   };
 
   // Starts one thread per instance and the timer thread. `instances`, `options.byte_budget` and
@@ -117,7 +124,8 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Always takes ownership. Answers at once, on this thread, what cannot be queued; otherwise the answer comes
-  // from an instance thread or the timer thread.
+  // from an instance thread or the timer thread, or from this thread when it ran the batch itself
+  // (Work::caller_may_run).
   void Submit(Work work);
 
   const ModelConfig& config() const { return config_; }
@@ -148,6 +156,11 @@ class Scheduler {
     SteadyTime cap_until;
     size_t number = 0;         // the instance number in the config (a replacement keeps its predecessor's)
     bool quarantined = false;  // an execution overran: its thread takes no more work
+    InstanceExecutor* executor = nullptr;
+    // Its thread waits for work and holds nothing (no slot, no retry): a submitting thread may borrow the instance.
+    bool waiting = false;
+    // A submitting thread runs a batch on it (Submit); its own thread takes no work until that thread is done.
+    bool lent = false;
   };
   // The batches whose execution the watchdog answered, with why; answered outside mu_.
   struct Overrun {
@@ -156,6 +169,9 @@ class Scheduler {
     std::string log;  // a Warning line, for the execution that quarantined its instance
   };
   void Serve(std::stop_token stop, size_t instance, InstanceExecutor* executor);
+  // For the thread that has just queued `entry` (the only request queued): an idle instance, lent to it with a slot
+  // taken and the request popped into `batch`, when CallerRunsBatch says the caller runs it; nullopt otherwise.
+  std::optional<size_t> LendIdleInstanceLocked(SteadyTime now, Entries* batch);
   void RunTimer(std::stop_token stop);
   // The watchdog, on the timer thread: takes the requests of every execution past its deadline (and of the other
   // batches in flight on its instance) into `overruns`, quarantines the instance and starts its replacement.
@@ -234,6 +250,10 @@ class Scheduler {
   std::deque<InstanceState> instances_;
   // Guarded by mu_: the executions under the watchdog (Options::execution_timeout), by deadline.
   std::multimap<SteadyTime, std::shared_ptr<InFlight>> watched_;
+  size_t lent_ = 0;  // guarded by mu_: instances lent to submitting threads now
+  // Guarded by mu_: when the last request was admitted, and the mean time between admissions (CallerRunFacts).
+  std::optional<SteadyTime> last_admitted_;
+  double mean_interval_ns_ = 0;
   size_t serving_ = 0;    // guarded by mu_: instances not quarantined
   size_t replacing_ = 0;  // guarded by mu_: replacements being created
   // Guarded by mu_: what replace_instance made. Kept until the destructor has joined every thread.

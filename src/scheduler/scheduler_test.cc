@@ -60,6 +60,19 @@ class SchedulerTest : public ::testing::Test {
     scheduler_->Submit({.request = std::move(r), .inputs = std::move(inputs), .on_done = answers_.Callback(id)});
     return token;
   }
+  // Submits a request "id" that the submitting thread may run itself (Work::caller_may_run); returns whether it was
+  // answered by the time Submit returned.
+  bool SubmitMayRunHere(const std::string& id, std::vector<float> values) {
+    const Shape shape{1, static_cast<int64_t>(values.size())};
+    auto r = MakeFloatRequest(std::move(values), shape, id);
+    auto inputs = r->inputs;
+    ids_.push_back(id);
+    scheduler_->Submit({.request = std::move(r),
+                        .inputs = std::move(inputs),
+                        .on_done = answers_.Callback(id),
+                        .caller_may_run = true});
+    return answers_.Has(id);
+  }
   // Submits "holder" and waits until it runs, so the (gated) instance is busy.
   void Hold() {
     Submit("holder", {0});
@@ -612,6 +625,102 @@ TEST_F(SchedulerTest, OnlyALoneRequestUnderLightLoadIsMarkedLone) {
   EXPECT_EQ(Code("alone"), StatusCode::kOk);
   EXPECT_EQ(Code("after_load"), StatusCode::kOk);
   EXPECT_EQ(instances_[0]->log().size(), 22u);  // 1 + 10 x (1 + 1) + 1 executions
+}
+
+// A lone request under light load runs on the thread that submits it, once executions have been measured as short:
+// no instance thread is woken, and the answer is there when Submit returns.
+TEST_F(SchedulerTest, ALoneShortRequestRunsOnTheSubmittingThread) {
+  Start(FakeConfig(8, DynamicBatchingConfig{}), /*gated=*/false, /*instances=*/1, {.callers_run_lone_requests = true});
+  // The first runs on the instance's thread: nothing has been measured yet.
+  EXPECT_FALSE(SubmitMayRunHere("first", {1}));
+  EXPECT_EQ(Output("first"), (std::vector<float>{2}));
+  // The instance's thread goes back to waiting a moment after it answers; until then requests go to it.
+  int here = -1;
+  for (int i = 0; i < 200 && here < 0; ++i) {
+    if (SubmitMayRunHere("r" + std::to_string(i), {float(i)})) here = i;
+    EXPECT_EQ(Output("r" + std::to_string(i)), (std::vector<float>{2.0f * i}));
+    if (here < 0) std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_GE(here, 0) << "no lone request ran on the submitting thread";
+  auto log = instances_[0]->log();
+  EXPECT_NE(log.front().thread, std::this_thread::get_id());
+  EXPECT_EQ(log.back().thread, std::this_thread::get_id());
+  EXPECT_EQ(scheduler_->metrics().execution_count->value(), static_cast<double>(log.size()));
+  // The instance's thread takes work again afterwards: a request that may not run here is answered by it.
+  Submit("not_here", {7});
+  EXPECT_EQ(Output("not_here"), (std::vector<float>{14}));
+  EXPECT_NE(instances_[0]->log().back().thread, std::this_thread::get_id());
+}
+
+// Without the scheduler's leave or the request's, with a busy instance, or with long executions, the submitting
+// thread never runs a batch.
+TEST_F(SchedulerTest, TheSubmittingThreadRunsNothingWhenItMayNotOrShouldNot) {
+  // Submits lone requests, one after another with pauses, and says whether any ran on this thread; then stops.
+  auto any_ran_here = [this](const std::string& prefix) {
+    for (int i = 0; i < 20; ++i) {
+      SubmitMayRunHere(prefix + std::to_string(i), {1});
+      EXPECT_EQ(Code(prefix + std::to_string(i)), StatusCode::kOk);
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    bool here = false;
+    for (const auto& e : instances_[0]->log()) here = here || e.thread == std::this_thread::get_id();
+    scheduler_.reset();
+    instances_.clear();
+    return here;
+  };
+  // The scheduler does not allow it (a CUDA device, an execution timeout).
+  Start(FakeConfig(8, DynamicBatchingConfig{}));
+  EXPECT_FALSE(any_ran_here("off"));
+  // Executions of 1 ms: longer than an I/O thread should be held.
+  Start(FakeConfig(8, DynamicBatchingConfig{}), /*gated=*/false, /*instances=*/1, {.callers_run_lone_requests = true});
+  instances_[0]->set_cost([](int64_t) { return std::chrono::microseconds(1000); });
+  EXPECT_FALSE(any_ran_here("slow"));
+  {
+    // A busy instance: the request waits in the queue for the instance's thread.
+    Start(FakeConfig(8, DynamicBatchingConfig{}), /*gated=*/true, /*instances=*/1, {.callers_run_lone_requests = true});
+    gate_.Open();
+    SubmitMayRunHere("measured", {1});
+    ASSERT_EQ(Code("measured"), StatusCode::kOk);
+    gate_.Close();
+    Hold();
+    EXPECT_FALSE(SubmitMayRunHere("behind", {2}));
+    gate_.Open();
+    EXPECT_EQ(Output("behind"), (std::vector<float>{4}));
+    for (const auto& e : instances_[0]->log()) EXPECT_NE(e.thread, std::this_thread::get_id());
+  }
+}
+
+// Threads that may run their requests themselves race with the instances' threads over two instances: every
+// request is answered once, no instance runs two executions at once (checked in TearDown), and outputs are right.
+TEST_F(SchedulerTest, SubmittingThreadsAndInstanceThreadsNeverShareAnInstance) {
+  Start(FakeConfig(8, DynamicBatchingConfig{}), /*gated=*/false, /*instances=*/2, {.callers_run_lone_requests = true});
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 200;
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([this, t] {
+        std::mt19937 rng(t);
+        for (int i = 0; i < kPerThread; ++i) {
+          const std::string id = std::to_string(t) + "/" + std::to_string(i);
+          auto r = MakeFloatRequest({float(i)}, {1, 1}, id);
+          auto inputs = r->inputs;
+          scheduler_->Submit({.request = std::move(r),
+                              .inputs = std::move(inputs),
+                              .on_done = answers_.Callback(id),
+                              .caller_may_run = rng() % 4 != 0});
+          if (rng() % 8 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 500));
+        }
+      });
+    }
+  }
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kPerThread; ++i) {
+      const std::string id = std::to_string(t) + "/" + std::to_string(i);
+      ids_.push_back(id);
+      EXPECT_EQ(Output(id), (std::vector<float>{2.0f * i})) << id;
+    }
+  }
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ class FakeInstance : public ModelInstance {
   struct Execution {
     std::vector<Shape> shapes;  // of the inputs it got
     std::vector<float> values;  // the first input's values
+    std::thread::id thread;     // the thread that ran it
   };
 
   explicit FakeInstance(Gate* gate = nullptr) : gate_(gate) {}
@@ -61,6 +62,7 @@ class FakeInstance : public ModelInstance {
     if (gate_) gate_->Wait();
     if (cost_) std::this_thread::sleep_for(cost_(inputs[0].shape().empty() ? 1 : inputs[0].shape()[0]));
     Execution e;
+    e.thread = std::this_thread::get_id();
     for (const Tensor& t : inputs) e.shapes.push_back(t.shape());
     auto in = inputs[0].as<float>();
     e.values.assign(in.begin(), in.end());
