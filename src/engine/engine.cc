@@ -617,8 +617,9 @@ Result<VersionHandle> Engine::StartCopy(std::shared_ptr<LoadedVersion> loaded, s
   WEFT_ASSIGN_OR_RETURN(ResilienceConfig resilience, ParseResilienceConfig(config));
   if (options.device) scheduler_options.on_out_of_memory = [device = options.device] { device->ReleaseCachedMemory(); };
   scheduler_options.execution_timeout = resilience.execution_timeout;
-  scheduler_options.callers_run_lone_requests =
-      resilience.execution_timeout.count() == 0 && (!options.device || options.device->kind() == DeviceKind::kCpu);
+  WEFT_ASSIGN_OR_RETURN(const bool run_on_caller, RunOnCallerEnabled(config));
+  scheduler_options.callers_run_lone_requests = run_on_caller && resilience.execution_timeout.count() == 0 &&
+                                                (!options.device || options.device->kind() == DeviceKind::kCpu);
   WEFT_ASSIGN_OR_RETURN(const bool batch_tuning, BatchTuningEnabled(config));
   if (batch_tuning) scheduler_options.batch_tuning = BatchTunerOptions{};
   if (resilience.execution_timeout.count() > 0 && loaded->backend) {

@@ -5,7 +5,9 @@
 #include <atomic>
 #include <cstring>
 #include <future>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "device/cpu/cpu_device.h"
@@ -361,11 +363,14 @@ TEST_P(EngineTest, RapidSwapsNeverTouchARetiredVersion) {
 // A client's lone request on an idle instance runs on the thread that submits it once executions are measured as
 // short: the answer is there when Submit returns (on the CPU device through the multiplexer, as without a device).
 // With weft.execution_timeout_ms it never does: a hung execution would hold the client's (I/O) thread.
-TEST_P(EngineTest, ALoneRequestRunsOnTheSubmittingThreadUnlessAnExecutionMayHang) {
-  for (const bool timeout : {false, true}) {
-    SCOPED_TRACE(timeout ? "with an execution timeout" : "without one");
+TEST_P(EngineTest, ALoneRequestRunsOnTheSubmittingThreadUnlessAnExecutionMayHangOrTheConfigSaysOff) {
+  const std::vector<std::pair<std::string, std::string>> parameters = {
+      {"", ""}, {"weft.execution_timeout_ms", "10000"}, {"weft.run_on_caller", "off"}};
+  for (const auto& [name, value] : parameters) {
+    SCOPED_TRACE(name.empty() ? "no parameter" : name);
+    const bool allowed = name.empty();
     ModelConfig config = DoublingConfig();
-    if (timeout) config.parameters["weft.execution_timeout_ms"] = "10000";
+    if (!allowed) config.parameters[name] = value;
     Start({}, {}, config);
     int answered_here = 0;
     for (int i = 0; i < 100 && answered_here == 0; ++i) {
@@ -382,7 +387,7 @@ TEST_P(EngineTest, ALoneRequestRunsOnTheSubmittingThreadUnlessAnExecutionMayHang
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the instance's thread goes back to waiting
     }
-    EXPECT_EQ(answered_here, timeout ? 0 : 1);
+    EXPECT_EQ(answered_here, allowed ? 1 : 0);
     engine_.reset();
   }
 }

@@ -293,7 +293,17 @@ Status ValidateModelConfig(const ModelConfig& config) {
   // than leaving a default in place.
   WEFT_RETURN_IF_ERROR(ParseResilienceConfig(config).status());
   WEFT_RETURN_IF_ERROR(BatchTuningEnabled(config).status());
+  WEFT_RETURN_IF_ERROR(RunOnCallerEnabled(config).status());
   return Status::Ok();
+}
+
+Result<bool> RunOnCallerEnabled(const ModelConfig& config) {
+  const auto it = config.parameters.find("weft.run_on_caller");
+  if (it == config.parameters.end()) return true;
+  const std::string_view value = TrimParameter(it->second);
+  if (value == "on") return true;
+  if (value == "off") return false;
+  return BadParameter("weft.run_on_caller", "\"on\" or \"off\"", QuotedParameter(it->second));
 }
 
 Result<bool> BatchTuningEnabled(const ModelConfig& config) {

@@ -169,6 +169,10 @@ Status ValidateModelConfig(const ModelConfig& config);
 // "on" for a model that cannot batch is an error, as is any other value. ValidateModelConfig calls this.
 Result<bool> BatchTuningEnabled(const ModelConfig& config);
 
+// Whether the thread that receives a lone request may run its batch itself (scheduler/caller_run.h). The parameter
+// "weft.run_on_caller" says "on" (the default) or "off"; any other value is an error. ValidateModelConfig calls this.
+Result<bool> RunOnCallerEnabled(const ModelConfig& config);
+
 // The shape a client sends for `tensor`, with -1 for the batch dimension when the model batches.
 Shape FullShape(const ModelConfig& config, const TensorConfig& tensor);
 

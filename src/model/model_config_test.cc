@@ -115,6 +115,18 @@ TEST(ModelConfigTest, BatchTuningIsOnByDefaultForADynamicBatcherWithoutPreferred
   EXPECT_FALSE(Tuned(c));  // nothing to tune
 }
 
+TEST(ModelConfigTest, RunOnCallerIsOnUnlessTheConfigSaysOff) {
+  ModelConfig c = Mlp();
+  EXPECT_TRUE(RunOnCallerEnabled(c).value());
+  c.parameters["weft.run_on_caller"] = " off ";
+  EXPECT_FALSE(RunOnCallerEnabled(c).value());
+  c.parameters["weft.run_on_caller"] = "on";
+  EXPECT_TRUE(RunOnCallerEnabled(c).value());
+  c.parameters["weft.run_on_caller"] = "sometimes";
+  EXPECT_NE(RunOnCallerEnabled(c).status().message().find("weft.run_on_caller"), std::string::npos);
+  EXPECT_EQ(ValidateModelConfig(c).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ModelConfigTest, BatchTuningRefusesOtherValuesAndOnWhereNothingBatches) {
   ModelConfig c = Mlp();
   c.dynamic_batching = DynamicBatchingConfig{};
