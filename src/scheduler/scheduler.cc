@@ -186,6 +186,7 @@ void Scheduler::Submit(Work work) {
     return;
   }
   // No thread is woken: the instance's thread sleeps on, and the answer comes from this one.
+  metrics_.caller_runs->Increment();
   Dispatch(*lent, instances_[*lent].executor, std::move(batch), Attempt::kFirst, /*more_queued=*/false);
   bool wanted = false;  // work came for the instance's thread while this one had it
   {

@@ -646,6 +646,7 @@ TEST_F(SchedulerTest, ALoneShortRequestRunsOnTheSubmittingThread) {
   EXPECT_NE(log.front().thread, std::this_thread::get_id());
   EXPECT_EQ(log.back().thread, std::this_thread::get_id());
   EXPECT_EQ(scheduler_->metrics().execution_count->value(), static_cast<double>(log.size()));
+  EXPECT_EQ(scheduler_->metrics().caller_runs->value(), 1);
   // The instance's thread takes work again afterwards: a request that may not run here is answered by it.
   Submit("not_here", {7});
   EXPECT_EQ(Output("not_here"), (std::vector<float>{14}));

@@ -106,6 +106,11 @@ VersionMetrics::VersionMetrics(MetricsRegistry* registry, const std::string& mod
   instances_replaced = registry->GetCounter(
       "weft_instances_replaced_total",
       "Fresh instances started in place of ones quarantined after an execution overran its limit.", labels);
+  caller_runs = registry->GetCounter(
+      "weft_caller_runs_total",
+      "Executions run by the thread that received a lone request (an HTTP or gRPC thread) instead of the instance's "
+      "thread (weft.run_on_caller).",
+      labels);
   last_answer =
       registry->GetGauge("weft_last_inference_timestamp_seconds",
                          "When the version last answered a request, in seconds since the Unix epoch.", labels);
@@ -148,7 +153,7 @@ void VersionMetrics::Remove(MetricsRegistry* registry, const std::string& model,
         "weft_inference_request_duration_seconds", "weft_inference_queue_duration_seconds",
         "weft_inference_compute_duration_seconds", "weft_batch_size", "weft_oom_retries_total", "weft_oom_batch_cap",
         "weft_batch_tuned_cap", "weft_execution_timeouts_total", "weft_instances_replaced_total",
-        "weft_last_inference_timestamp_seconds"}) {
+        "weft_caller_runs_total", "weft_last_inference_timestamp_seconds"}) {
     registry->Remove(name, labels);
   }
   for (const char* name : kTritonCounters) registry->Remove(name, labels);

@@ -32,6 +32,7 @@ struct VersionMetrics {
   Gauge* tuned_batch_cap;           // the batch tuner's chosen cap (scheduler/batch_tuner.h); 0 = tuning off
   Counter* execution_timeouts;      // executions answered at weft.execution_timeout_ms instead of by their outputs
   Counter* instances_replaced;      // fresh instances started in place of ones quarantined after a timeout
+  Counter* caller_runs;             // executions run by the thread that submitted a lone request (caller_run.h)
   Gauge* last_answer;               // when the last request was answered, seconds since the Unix epoch
 
   // Triton's per-model families (nv_*), with its names, labels and semantics, for its dashboards, and the source of
