@@ -3,9 +3,6 @@
 namespace weft {
 
 bool CallerRunsBatch(const CallerRunFacts& facts) {
-  // The same bound as a lone batch's (Scheduler::Dispatch): above it, the instance's thread forming the next batch
-  // while this one runs is worth more than the hand-offs.
-  constexpr double kLoneMeanBatch = 1.5;
   return facts.allowed && facts.queued == 1 && facts.decision.kind == BatchDecision::Kind::kRun &&
          facts.decision.count == 1 && facts.mean_batch < kLoneMeanBatch && facts.mean_execution.count() > 0 &&
          facts.mean_execution <= kCallerRunsUnder &&

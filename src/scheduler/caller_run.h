@@ -18,6 +18,11 @@ struct CallerRunFacts {
   bool instance_waiting = false;  // an instance's thread waits for work, holding nothing (no slot, no retry)
 };
 
+// Requests come one at a time while recent executions averaged under this many requests each. Above it, the
+// instance's thread forming the next batch while one runs is worth more than the thread hand-offs that a lone batch
+// saves (its completion on the submitting thread, BatchHints::lone; its whole run there, CallerRunsBatch).
+inline constexpr double kLoneMeanBatch = 1.5;
+
 // The longest mean execution that the submitting thread runs itself: for longer ones, the I/O thread's other
 // connections would wait longer than the two thread hand-offs that running it saves.
 inline constexpr std::chrono::nanoseconds kCallerRunsUnder = std::chrono::microseconds(250);

@@ -271,7 +271,7 @@ Status Scheduler::AdmitLocked(std::unique_ptr<QueueEntry>& entry, SteadyTime now
     *wake_timer = true;
   }
   if (preserve_ordering_) entry->order = next_order_++;
-  if (last_admitted_) {
+  if (options_.callers_run_lone_requests && last_admitted_) {
     constexpr double kWeight = 0.1;
     // An idle minute counts as 1 ms: a burst after it is seen as one within a few dozen requests.
     constexpr double kLongestNanos = 1e6;
@@ -379,7 +379,7 @@ void Scheduler::Serve(std::stop_token stop, size_t instance, InstanceExecutor* e
     const SteadyTime cap_end = oom_cap > 0 ? instances_[instance].cap_until : SteadyTime::max();
     switch (decision.kind) {
       case BatchDecision::Kind::kIdle:
-        state.waiting = retries.empty();
+        state.waiting = true;  // a retry would have been the decision
         if (oom_cap > 0) {
           work_changed_.wait_until(lock, stop, cap_end, changed);
         } else {
@@ -694,10 +694,9 @@ void Scheduler::Dispatch(size_t instance, InstanceExecutor* executor, Entries ba
   // execution completes; the requests' references go now, so a joined batch frees the request bytes at once.
   for (auto& e : batch) e->inputs.clear();
   if (attempt == Attempt::kFirst && batch.size() >= 2) inflight->inputs = joined;
-  // Requests come one at a time: the recent executions averaged under 1.5 requests each. Under load the slot that
-  // the answering batch holds lets the next batch grow, which is worth more than the completion loop's wake-up.
-  // Decided before the batch is published to the watchdog, which may take its entries from then on.
-  constexpr double kLoneMeanBatch = 1.5;
+  // Requests come one at a time (kLoneMeanBatch). Under load the slot that the answering batch holds lets the next
+  // batch grow, which is worth more than the completion loop's wake-up. Decided before the batch is published to
+  // the watchdog, which may take its entries from then on.
   const bool lone = !more_queued && batch.size() == 1 && mean_batch_.load(std::memory_order_relaxed) < kLoneMeanBatch;
   inflight->entries = std::move(batch);
   bool quarantined = false;

@@ -251,7 +251,8 @@ class Scheduler {
   // Guarded by mu_: the executions under the watchdog (Options::execution_timeout), by deadline.
   std::multimap<SteadyTime, std::shared_ptr<InFlight>> watched_;
   size_t lent_ = 0;  // guarded by mu_: instances lent to submitting threads now
-  // Guarded by mu_: when the last request was admitted, and the mean time between admissions (CallerRunFacts).
+  // Guarded by mu_, with Options::callers_run_lone_requests: when the last request was admitted, and the mean time
+  // between admissions (CallerRunFacts).
   std::optional<SteadyTime> last_admitted_;
   double mean_interval_ns_ = 0;
   size_t serving_ = 0;    // guarded by mu_: instances not quarantined
