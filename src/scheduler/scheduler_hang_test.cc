@@ -3,6 +3,7 @@
 // return answers nothing.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <thread>
 
 #include "scheduler/scheduler.h"
@@ -37,8 +38,8 @@ class SchedulerHangTest : public ::testing::Test {
  protected:
   // Scheduler options with the timeout and a hook that makes a fresh FakeInstance (no gate: it never hangs), run on
   // its own thread, or fails with `fail` when set.
-  Scheduler::Options Options(Status fail = Status::Ok()) {
-    Scheduler::Options options{.version = 1, .execution_timeout = kTimeout};
+  Scheduler::Options Options(Status fail = Status::Ok(), milliseconds timeout = kTimeout) {
+    Scheduler::Options options{.version = 1, .execution_timeout = timeout};
     options.replace_instance = [this, fail](size_t index) -> Result<InstanceReplacement> {
       std::lock_guard lock(mu_);
       replaced_numbers_.push_back(index);
@@ -161,17 +162,30 @@ TEST_F(SchedulerHangTest, WithAnExecutorTheQuarantinedInstanceTakesNoMoreWork) {
 
 // When the replacement cannot be created, the other instances serve on.
 TEST_F(SchedulerHangTest, AFailedReplacementLeavesTheOtherInstancesServing) {
-  FakeInstance healthy;
-  Start({&hung_, &healthy}, Options(Unavailable("test: no device memory for another instance")));
-  // One request at a time until one reaches the instance that hangs (the healthy one answers the others at once).
-  std::string hung_id;
-  for (int i = 0; i < 100 && hung_id.empty(); ++i) {
-    const std::string id = "p" + std::to_string(i);
-    Submit(id, float(i));
-    while (!answers_.Has(id) && hung_.started() == 0) std::this_thread::sleep_for(milliseconds(1));
-    if (hung_.started() > 0) hung_id = id;
+  Gate healthy_gate;  // closed: the healthy instance holds its first request, so the next one must go to `hung_`
+  FakeInstance healthy(&healthy_gate);
+  // Stops the scheduler before `healthy` goes, also when an assertion returns early.
+  struct Deferred {
+    std::function<void()> run;
+    ~Deferred() { run(); }
+  } stop_first{[this, &healthy_gate] {
+    healthy_gate.Open();
+    gate_.Open();
+    scheduler_.reset();
+  }};
+  // A limit long enough that the healthy instance's held request never reaches it.
+  Start({&hung_, &healthy}, Options(Unavailable("test: no device memory for another instance"), milliseconds(500)));
+  // Which idle instance takes a request is up to the threads' wake-ups; waiting for the first to start before the
+  // second is sent keeps the two out of one batch, and the held healthy instance leaves only `hung_` for the second.
+  Submit("first", 1);
+  while (hung_.started() + healthy.started() == 0) std::this_thread::sleep_for(milliseconds(1));
+  std::string hung_id = "first";
+  if (hung_.started() == 0) {
+    Submit("second", 2);
+    ASSERT_TRUE(hung_.WaitForStarted(1));
+    hung_id = "second";
   }
-  ASSERT_FALSE(hung_id.empty());
+  healthy_gate.Open();
   EXPECT_EQ(Code(hung_id), StatusCode::kInternal);
   EXPECT_EQ(scheduler_->metrics().execution_timeouts->value(), 1);
   for (int i = 0; i < 4; ++i) Submit("r" + std::to_string(i), float(i));
@@ -191,8 +205,6 @@ TEST_F(SchedulerHangTest, AFailedReplacementLeavesTheOtherInstancesServing) {
     std::lock_guard lock(mu_);
     EXPECT_EQ(replaced_numbers_, std::vector<size_t>{0});
   }
-  gate_.Open();
-  scheduler_.reset();  // before `healthy`
 }
 
 // With no instance left and none being created, what is queued and what comes later is answered UNAVAILABLE.
