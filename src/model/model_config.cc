@@ -300,19 +300,15 @@ Status ValidateModelConfig(const ModelConfig& config) {
 Result<bool> RunOnCallerEnabled(const ModelConfig& config) {
   const auto it = config.parameters.find("weft.run_on_caller");
   if (it == config.parameters.end()) return true;
-  const std::string_view value = TrimParameter(it->second);
-  if (value == "on") return true;
-  if (value == "off") return false;
-  return BadParameter("weft.run_on_caller", "\"on\" or \"off\"", QuotedParameter(it->second));
+  return ParseParameterSwitch(it->first, it->second);
 }
 
 Result<bool> BatchTuningEnabled(const ModelConfig& config) {
   const bool batches = config.dynamic_batching && config.max_batch_size >= 2;
   const auto it = config.parameters.find("weft.batch_tuning");
   if (it == config.parameters.end()) return batches && config.dynamic_batching->preferred_batch_size.empty();
-  const std::string_view value = TrimParameter(it->second);
-  if (value == "off") return false;
-  if (value != "on") return BadParameter("weft.batch_tuning", "\"on\" or \"off\"", QuotedParameter(it->second));
+  WEFT_ASSIGN_OR_RETURN(const bool on, ParseParameterSwitch(it->first, it->second));
+  if (!on) return false;
   if (!batches) {
     return InvalidArgument(
         "parameters 'weft.batch_tuning': \"on\" needs dynamic_batching and a max_batch_size of 2 or more");

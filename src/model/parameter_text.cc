@@ -24,6 +24,13 @@ Status BadParameter(std::string_view key, std::string_view expected, std::string
                          std::string(got));
 }
 
+Result<bool> ParseParameterSwitch(std::string_view key, std::string_view value) {
+  const std::string_view trimmed = TrimParameter(value);
+  if (trimmed == "on") return true;
+  if (trimmed == "off") return false;
+  return BadParameter(key, "\"on\" or \"off\"", QuotedParameter(value));
+}
+
 std::string FormatParameterDouble(double value) {
   std::array<char, 64> buffer;
   auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/result.h"
 #include "base/status.h"
 
 namespace weft {
@@ -21,6 +22,8 @@ std::string_view TrimParameter(std::string_view s);
 std::string QuotedParameter(std::string_view value);
 // InvalidArgument: "parameters 'KEY': expected EXPECTED, got GOT".
 Status BadParameter(std::string_view key, std::string_view expected, std::string_view got);
+// "on" or "off" (whitespace around it allowed) as true or false; BadParameter naming `key` for anything else.
+Result<bool> ParseParameterSwitch(std::string_view key, std::string_view value);
 // The shortest text that reads back as `value` ("0.5", "1e-09", "nan").
 std::string FormatParameterDouble(double value);
 // The whole of `text` as a decimal integer without a sign; nullopt for anything else or on overflow.

@@ -88,10 +88,8 @@ void ApplyIntraOpThreadsToThisThread() {
 Result<std::optional<bool>> OptimizeForInference(const ModelConfig& config) {
   const auto it = config.parameters.find("weft.optimize_for_inference");
   if (it == config.parameters.end()) return std::optional<bool>();
-  const std::string_view value = TrimParameter(it->second);
-  if (value == "on") return std::optional<bool>(true);
-  if (value == "off") return std::optional<bool>(false);
-  return BadParameter("weft.optimize_for_inference", "\"on\" or \"off\"", QuotedParameter(it->second));
+  WEFT_ASSIGN_OR_RETURN(const bool on, ParseParameterSwitch(it->first, it->second));
+  return std::optional<bool>(on);
 }
 
 // A view of `tensor` for torch. The deleter holds the tensor's owner, so that a forward() that returns an input
