@@ -41,10 +41,15 @@ source "$ROOT/bench/peer_models.sh"
 peer_repository "$REPO" "$WORK/peers/models" || exit 1
 PEERS_MODELS=$WORK/peers/models /usr/bin/python3 "$ROOT/bench/make_bodies.py" "$WORK/bodies" >/dev/null || exit 1
 
+# Prints wrk's result line; wrk's own CPU seconds (user + system, which include the kernel's loopback work done in
+# its context) go to $WORK/wrk_cpu.
 run_wrk() {  # url body_file header_length path conns
-  local threads=2; [ "$5" = 1 ] && threads=1
-  WEFT_BODY=$2 WEFT_HEADER_LENGTH=$3 WEFT_PATH=$4 timeout $((DURATION + 30)) \
-    wrk -t$threads -c"$5" -d"${DURATION}s" --timeout 10s -s "$ROOT/bench/wrk/kserve.lua" "$1" | grep WRKRESULT
+  local threads=2 TIMEFORMAT='%U %S'; [ "$5" = 1 ] && threads=1
+  { time WEFT_BODY=$2 WEFT_HEADER_LENGTH=$3 WEFT_PATH=$4 timeout $((DURATION + 30)) \
+    wrk -t$threads -c"$5" -d"${DURATION}s" --timeout 10s -s "$ROOT/bench/wrk/kserve.lua" "$1" >"$WORK/wrk.out"; } \
+    2>"$WORK/wrk_time"
+  awk 'END {print $1 + $2}' "$WORK/wrk_time" >"$WORK/wrk_cpu"
+  grep WRKRESULT "$WORK/wrk.out"
 }
 
 echo "| server | workload | conns | req/s | p50 ms | p99 ms | errors |" > "$REPORT"
@@ -66,7 +71,11 @@ for w in "${WORKLOADS[@]}"; do
   [ "$hlen" = - ] && hlen=""
   (DURATION=$WARMUP run_wrk "http://127.0.0.1:$PORT" "$body" "$hlen" "/v2/models/$name/infer" 8 >/dev/null)
   for c in $CONNS; do
-    run_wrk "http://127.0.0.1:$PORT" "$body" "$hlen" "/v2/models/$name/infer" "$c" | row weft "$workload ($name)" "$c" >> "$REPORT"
+    result=$(run_wrk "http://127.0.0.1:$PORT" "$body" "$hlen" "/v2/models/$name/infer" "$c")
+    echo "$result" | row weft "$workload ($name)" "$c" >> "$REPORT"
+    # wrk's CPU seconds per request, for the convnet's ceiling below.
+    [ "$workload" = bin_convnet ] && [ "$c" = 64 ] &&
+      echo "$result" | awk -v m="$name" -v cpu="$(cat "$WORK/wrk_cpu")" -F'\t' '$2 > 0 {print m "\t" cpu / $2}' >> "$WORK/wrk_cost.tsv"
   done
 done
 WEFT_RSS=$(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' /proc/$WEFT_PID/status)
@@ -96,6 +105,11 @@ awk -F'\t' 'NR > 1 && $3 != "json_convnet" {printf "| %s | %s | %s | %.0f | %.3f
     /^\| weft \| bin_convnet/ && $4 + 0 == 64 && $5 + 0 > served {served = $5 + 0; how = $3; gsub(/^ +| +$/, "", how)}
     END {if (best > 0 && served > 0) printf "- convnet at 64 connections: weft %s %.0f req/s = %.2fx the fastest raw rate (%s, %.0f items/s)\n", how, served, served / best, what, best}' \
     "$RAW_TSV" FS='|' "$REPORT"
+  # What a server that cost nothing could reach: the cores' time per image is the raw rate's (ncores / best) plus
+  # wrk's own time per request, which is the same for every server.
+  awk -F'\t' -v cores="$(nproc)" 'FNR == NR {if ($3 > best) best = $3; next}
+    $2 > 0 && best > 0 {printf "- wrk, serving %s at 64 connections, used %.0f µs of CPU per request: a server that cost nothing would reach at most %.2fx the fastest raw rate\n", $1, $2 * 1e6, 1 / (1 + $2 * best / cores)}' \
+    "$RAW_TSV" "$WORK/wrk_cost.tsv" 2>/dev/null
   echo "- libblas.so.3 (libtorch's and numpy's BLAS, for weft and the Python peers alike): $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3)"
 } >> "$REPORT"
 cat "$REPORT"

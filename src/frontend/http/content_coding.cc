@@ -105,8 +105,10 @@ Result<RequestBody> DecodeContent(std::span<const std::byte> compressed, Content
       in_left -= step;
     }
     const size_t written = body.size();
-    // One byte past the limit is enough to tell that the body is over it.
-    const size_t room = std::min(kInflateChunk, max_bytes - std::min(max_bytes, written) + 1);
+    // One byte past the limit is enough to tell that the body is over it. (`left + 1` is taken only below
+    // kInflateChunk: a limit of SIZE_MAX would wrap it to 0.)
+    const size_t left = max_bytes - std::min(max_bytes, written);
+    const size_t room = left >= kInflateChunk ? kInflateChunk : left + 1;
     stream.next_out = reinterpret_cast<Bytef*>(body.Append(room));
     stream.avail_out = static_cast<uInt>(room);
     const bool had_input = stream.avail_in > 0;

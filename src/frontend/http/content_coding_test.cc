@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -83,6 +84,16 @@ TEST(ContentCodingTest, RefusesBombsBrokenDataAndTrailingBytes) {
   check(good.substr(0, good.size() - 3), "ends before");
   check(good + "xyz", "3 bytes after");
   check("this is not deflate", "not valid deflate");
+}
+
+// A limit of SIZE_MAX ("no limit") once wrapped the room left for the inflated bytes to 0, and the decoder spun.
+TEST(ContentCodingTest, TheLargestLimitInflatesLikeAnyOther) {
+  for (ContentCoding coding : {ContentCoding::kGzip, ContentCoding::kDeflate}) {
+    auto body = DecodeContent(Bytes(Compressed("abc", coding == ContentCoding::kGzip)), coding,
+                              std::numeric_limits<size_t>::max(), 0);
+    ASSERT_TRUE(body.ok()) << body.status().ToString();
+    EXPECT_EQ(Text(*body), "abc");
+  }
 }
 
 TEST(ContentCodingTest, CompressesTheBodyAndItsSegmentsInOrder) {

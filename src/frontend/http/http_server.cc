@@ -470,8 +470,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ReadHead();
   }
 
+  std::string_view BufferedText() const { return {static_cast<const char*>(buffer_.data().data()), buffer_.size()}; }
+
   void ReadHead() {
-    const std::string_view buffered(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    if (head_scanned_ == 0) buffer_.consume(EmptyLinesAtStart(BufferedText()));
+    const std::string_view buffered = BufferedText();
     Result<std::optional<size_t>> end = FindRequestHeadEnd(buffered, &head_scanned_);
     if (!end.ok()) return RefuseMalformed(end.status().message());
     if (*end) return OnHead(**end);
@@ -510,7 +513,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     BeginBody();
   }
 
+  size_t ChunkedReadCap() const { return core_->options.max_header_bytes + 2 * kHeadReadChunk; }
+
   void ReadChunkedRequest() {
+    // Beast's parser reads until a chunk's size line or the trailer ends, and nothing else bounds those: without a
+    // cap on buffer_, a line that never ends would grow it until the read deadline (http::error::buffer_overflow
+    // answers 400 instead). The cap holds what the head's read may already have buffered.
+    buffer_.max_size(ChunkedReadCap());
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(core_->options.max_header_bytes));
     parser_->body_limit(core_->options.max_body_bytes);
@@ -607,8 +616,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Dispatch(std::move(body_));
   }
 
-  void OnReadError(const error_code& ec) {
+  // Back to reading heads with weft's own parser, and to an uncapped buffer_ (the watch and the drain may prepare
+  // a read into it at any size).
+  void EndChunkedRead() {
     parser_.reset();
+    buffer_.max_size(std::numeric_limits<size_t>::max());
+  }
+
+  void OnReadError(const error_code& ec) {
+    EndChunkedRead();
     keep_alive_ = false;
     method_ = http::verb::unknown;
     if (ec == http::error::body_limit) {
@@ -616,6 +632,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
           413, "request body exceeds the limit of " + std::to_string(core_->options.max_body_bytes) + " bytes"));
     } else if (ec == http::error::header_limit) {
       WriteResponse(PlainError(431, "request header is too large"));
+    } else if (ec == http::error::buffer_overflow) {
+      RefuseMalformed("a chunk's size line or the trailer is longer than " + std::to_string(ChunkedReadCap()) +
+                      " bytes");
     } else if (IsDisconnect(ec) || IsTlsFailure(ec)) {
       Close();  // a client that leaves mid-request just goes away
     } else {
@@ -624,7 +643,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void RefuseMalformed(std::string_view why) {
-    parser_.reset();
+    EndChunkedRead();
     keep_alive_ = false;
     method_ = http::verb::unknown;
     WriteResponse(PlainError(400, "malformed HTTP request: " + std::string(why)));
@@ -929,7 +948,7 @@ class PendingReply {
 
 void Connection::Dispatch(RequestBody body) {
   DisarmTimer();
-  parser_.reset();
+  EndChunkedRead();
   keep_alive_ = request_head_.keep_alive;
   http_version_ = request_head_.version;
   method_ = request_head_.method;

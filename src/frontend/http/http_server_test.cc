@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "frontend/http/testing/held_responders.h"
@@ -199,6 +200,75 @@ TEST_F(HttpServerTest, ChunkedBodyIsAssembled) {
   TestResponse r = client.ReadResponse();
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.body, "hello world");
+}
+
+// A chunk's size line and the trailer pass through the connection's buffer: one that never ends gets 400 once it
+// outgrows the cap, instead of growing the buffer until the read deadline.
+TEST_F(HttpServerTest, AChunkLineOrTrailerThatNeverEndsGets400) {
+  StartServer();
+  const std::string head = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string trailer;
+  while (trailer.size() < (size_t{512} << 10)) trailer += "X-Trailer: y\r\n";
+  for (const std::string& rest : {"1;" + std::string(size_t{512} << 10, 'a'), "0\r\n" + trailer}) {
+    HttpTestClient client(server_->port());
+    ASSERT_EQ(client.WriteRaw(head + rest), "");
+    TestResponse r = client.ReadResponse();
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.status, 400u);
+    EXPECT_NE(r.body.find("longer than"), std::string::npos) << r.body;
+    EXPECT_TRUE(client.WaitForClose());
+  }
+  ExpectHealthy();
+}
+
+// The cap on the buffer is for lines: a chunk larger than it still passes, and the requests after it on the
+// connection are read as before.
+TEST_F(HttpServerTest, AChunkLargerThanTheLineCapAndTheRequestsAfterItAreServed) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  const std::string chunk(size_t{1} << 20, 'c');
+  std::ostringstream size;
+  size << std::hex << chunk.size();
+  ASSERT_EQ(client.WriteRaw("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + size.str() +
+                            "\r\n" + chunk + "\r\n0\r\n\r\n"),
+            "");
+  TestResponse r = client.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, chunk);
+  const std::string big(size_t{1} << 20, 'd');
+  ASSERT_EQ(client.WriteRaw("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(big.size()) +
+                            "\r\n\r\n" + big),
+            "");
+  r = client.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.body, big);
+}
+
+// RFC 9112 section 2.2: an empty line before a request line is ignored, also between pipelined requests.
+TEST_F(HttpServerTest, EmptyLinesBeforeARequestLineAreIgnored) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  ASSERT_EQ(client.WriteRaw("\r\nPOST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none\r\n\r\n"
+                            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\ntwo"),
+            "");
+  for (const char* body : {"one", "two"}) {
+    TestResponse r = client.ReadResponse();
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.body, body);
+  }
+}
+
+// An HTTP/1.0 client knows no interim response: its expectation is ignored and the first answer is the final one.
+TEST_F(HttpServerTest, AnHttp10ExpectContinueGetsNoInterimResponse) {
+  StartServer();
+  HttpTestClient client(server_->port());
+  ASSERT_EQ(client.WriteRaw("POST /echo HTTP/1.0\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\ndata"), "");
+  TestResponse r = client.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, "data");
 }
 
 TEST_F(HttpServerTest, ExpectContinueGetsAnInterimResponse) {

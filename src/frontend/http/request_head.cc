@@ -122,6 +122,12 @@ size_t HttpHeaders::Count(std::string_view name) const {
   return n;
 }
 
+size_t EmptyLinesAtStart(std::string_view bytes) {
+  size_t n = 0;
+  while (bytes.size() - n >= 2 && bytes[n] == '\r' && bytes[n + 1] == '\n') n += 2;
+  return n;
+}
+
 Result<std::optional<size_t>> FindRequestHeadEnd(std::string_view bytes, size_t* scanned) {
   size_t line = *scanned;
   while (line < bytes.size()) {
@@ -226,7 +232,8 @@ Status ParseRequestHead(std::string_view head, RequestHead* out) {
         return InvalidArgument("the Proxy-Connection field is not a list of tokens");
       }
     } else if (name.size() == 6 && EqualsIgnoringAsciiCase(name, "expect")) {
-      out->expect_continue = EqualsIgnoringAsciiCase(value, "100-continue");
+      // RFC 9110 section 10.1.1: an HTTP/1.0 request's expectation is ignored (its client knows no 1xx).
+      out->expect_continue = out->version == 11 && EqualsIgnoringAsciiCase(value, "100-continue");
     }
   }
   if (out->content_length && out->transfer_encoding) {

@@ -58,8 +58,12 @@ struct RequestHead {
   std::optional<uint64_t> content_length;  // from Content-Length
   bool transfer_encoding = false;          // Transfer-Encoding: chunked
   bool keep_alive = true;                  // from the version and the Connection field
-  bool expect_continue = false;            // Expect: 100-continue
+  bool expect_continue = false;            // Expect: 100-continue, on HTTP/1.1
 };
+
+// The bytes of the empty lines (CRLF) at the start of `bytes`: RFC 9112 section 2.2 asks a server to ignore at
+// least one before a request line (some clients send one after a body). A lone CR waits for its LF.
+size_t EmptyLinesAtStart(std::string_view bytes);
 
 // Where the head ends in `bytes`: the offset just past the empty line that ends it; nullopt while the empty line
 // has not arrived. `scanned` carries the offset of the first line not yet seen between calls on a growing buffer

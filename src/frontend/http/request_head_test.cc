@@ -40,6 +40,15 @@ TEST(FindRequestHeadEndTest, EndsAfterTheFirstEmptyLine) {
   EXPECT_EQ(EndOf("\r\nGET / HTTP/1.1\r\n\r\n"), "2");
 }
 
+TEST(EmptyLinesAtStartTest, CountsWholeEmptyLinesOnly) {
+  EXPECT_EQ(EmptyLinesAtStart(""), 0u);
+  EXPECT_EQ(EmptyLinesAtStart("GET / HTTP/1.1\r\n\r\n"), 0u);
+  EXPECT_EQ(EmptyLinesAtStart("\r\nGET / HTTP/1.1\r\n\r\n"), 2u);
+  EXPECT_EQ(EmptyLinesAtStart("\r\n\r\n\r"), 4u);  // the last CR waits for its LF
+  EXPECT_EQ(EmptyLinesAtStart("\r"), 0u);
+  EXPECT_EQ(EmptyLinesAtStart("\n\r\n"), 0u);  // a bare LF is left to FindRequestHeadEnd to refuse
+}
+
 TEST(FindRequestHeadEndTest, ABareLineFeedIsRefusedAtOnce) {
   EXPECT_NE(EndOf("GET / HTTP/1.1\n\n").find("bare LF"), std::string::npos);
   EXPECT_NE(EndOf("GET / HTTP/1.1\r\nHost: a\n").find("bare LF"), std::string::npos);
@@ -114,6 +123,13 @@ TEST(ParseRequestHeadTest, ExpectContinueAndTransferEncodingAreNoted) {
   EXPECT_TRUE(head->expect_continue);
   EXPECT_TRUE(head->transfer_encoding);
   EXPECT_FALSE(head->content_length);
+}
+
+// RFC 9110 section 10.1.1: a server ignores the expectation of an HTTP/1.0 request, whose client knows no 1xx.
+TEST(ParseRequestHeadTest, AnHttp10RequestExpectsNoContinue) {
+  Result<RequestHead> head = Parse("POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n");
+  ASSERT_TRUE(head.ok());
+  EXPECT_FALSE(head->expect_continue);
 }
 
 TEST(ParseRequestHeadTest, TheLargestContentLengthIsReadAndOneMoreIsRefused) {
