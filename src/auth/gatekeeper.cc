@@ -4,7 +4,6 @@
 
 #include <array>
 #include <atomic>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -17,6 +16,7 @@
 #include "auth/credentials.h"
 #include "auth/rate_limiter.h"
 #include "base/log.h"
+#include "base/small_file.h"
 #include "base/stoppable_sleep.h"
 #include "base/thread_name.h"
 
@@ -55,23 +55,6 @@ std::optional<FileSignature> SignatureOf(const std::string& path) {
   return FileSignature{.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec,
                        .size = st.st_size,
                        .inode = st.st_ino};
-}
-
-Result<std::string> ReadBounded(const std::string& path, size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidArgument("cannot open " + path);
-  std::string text;
-  std::array<char, 64 << 10> chunk{};
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    const size_t got = static_cast<size_t>(in.gcount());
-    if (text.size() + got > max_bytes) {
-      return InvalidArgument(path + " is larger than " + std::to_string(max_bytes) + " bytes");
-    }
-    text.append(chunk.data(), got);
-  }
-  if (in.bad()) return InvalidArgument("cannot read " + path);
-  return text;
 }
 
 int64_t UnixSeconds() {
@@ -266,7 +249,7 @@ struct Gatekeeper::State {
     if (!at_start && now == *signature) return Status::Ok();
     // Recorded before reading: a bad file is reported once, not at every interval, and read again when it changes.
     *signature = now;
-    Result<std::string> text = ReadBounded(path, max_bytes);
+    Result<std::string> text = ReadSmallFile(path, max_bytes);
     Status status = text.ok() ? install(*text) : text.status();
     if (!status.ok()) status = InvalidArgument(path + ": " + status.message());
     metrics

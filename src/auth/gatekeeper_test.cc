@@ -1,6 +1,7 @@
 #include "auth/gatekeeper.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
@@ -195,6 +196,25 @@ TEST_F(GatekeeperTest, CreateRefusesAnUnreadableOrBadFile) {
   std::ofstream(dir_ / "jwks.json") << R"({"keys": [{"kty": "RSA", "n": "AQAB", "e": "AQAB"}]})";
   auto weak = Gatekeeper::Create({.jwks_file = (dir_ / "jwks.json").string()}, &metrics_, &clock_);
   EXPECT_EQ(weak.status().code(), StatusCode::kInvalidArgument);
+}
+
+// A key file replaced by a FIFO with no writer once hung the start (and, at a reload, every later reload, keeping
+// revoked keys valid): it is refused at once, and a reload keeps the keys it had.
+TEST_F(GatekeeperTest, AFifoInPlaceOfAKeyFileIsRefusedWithoutWaiting) {
+  const std::string fifo = (dir_ / "fifo.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto made = Gatekeeper::Create({.keys_file = fifo}, &metrics_, &clock_);
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.status().message().find("not a regular file"), std::string::npos) << made.status().message();
+
+  WriteKeys(R"({"keys": [)" + Key("ops", kOpsSecret, R"("infer")") + "]}");
+  auto gatekeeper = Make({.keys_file = keys_});
+  ASSERT_NE(gatekeeper, nullptr);
+  std::filesystem::remove(keys_);
+  ASSERT_EQ(::mkfifo(keys_.c_str(), 0600), 0);
+  EXPECT_EQ(gatekeeper->ReloadNow().code(), StatusCode::kInvalidArgument);
+  const std::string ops = std::string("Bearer ") + kOpsSecret;
+  EXPECT_TRUE(gatekeeper->Admit(Bearer(ops), Permission::kInfer, "m", "r").status.ok());  // the old keys stay
 }
 
 TEST_F(GatekeeperTest, AJwtWithoutAJwksIsRefused) {

@@ -855,7 +855,10 @@ struct LiveRepository::Impl {
   void Rescan(const std::string& name) {
     WEFT_LOG(Debug) << "rescanning model '" << name << "'";
     std::error_code ec;
-    const bool exists = fs::is_directory(options.root / name, ec);
+    // A path that cannot be looked at (an error other than "not found") is scanned: ScanModelDir reports the error,
+    // and what the model serves stays.
+    const fs::file_status status = fs::status(options.root / name, ec);
+    const bool exists = fs::is_directory(status) || status.type() == fs::file_type::none;
     if (!exists && !models.contains(name)) return;
     Refresh(name, exists, /*at_start=*/false);
     Advance(name);

@@ -1,9 +1,11 @@
 #include "model/classification.h"
 
 #include <algorithm>
-#include <fstream>
 #include <numeric>
+#include <string_view>
 #include <system_error>
+
+#include "base/small_file.h"
 
 namespace weft {
 namespace {
@@ -93,22 +95,23 @@ Result<Tensor> Classify(const Tensor& output, uint32_t class_count, bool batched
 }
 
 Result<std::vector<std::string>> ReadLabelFile(const std::filesystem::path& file) {
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(file, ec);
-  if (ec) return NotFound(file.string() + ": cannot read the label file: " + ec.message());
-  if (size > kMaxLabelFileBytes) {
-    return InvalidArgument(file.string() + ": the label file is " + std::to_string(size) + " bytes, over the " +
-                           std::to_string(kMaxLabelFileBytes) + " allowed");
+  Result<std::string> text = ReadSmallFile(file, kMaxLabelFileBytes);
+  if (!text.ok()) {
+    return Status(text.status().code(), file.string() + ": cannot read the label file: " + text.status().message());
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return NotFound(file.string() + ": cannot open the label file");
   std::vector<std::string> labels;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    labels.push_back(std::move(line));
+  std::string_view rest = *text;
+  while (!rest.empty()) {
+    // Each label is a string of its own: a file of empty lines would cost 32 bytes per byte without a bound.
+    if (labels.size() == kMaxLabels) {
+      return InvalidArgument(file.string() + ": the label file has more than " + std::to_string(kMaxLabels) + " lines");
+    }
+    const size_t end = rest.find('\n');
+    std::string_view line = rest.substr(0, end);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    labels.emplace_back(line);
+    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
   }
-  if (in.bad()) return Internal(file.string() + ": reading the label file failed");
   return labels;
 }
 

@@ -26,9 +26,11 @@ bool IsClassifiable(DataType type);
 Result<Tensor> Classify(const Tensor& output, uint32_t class_count, bool batched,
                         const std::vector<std::string>& labels);
 
-// The labels of a label file, one per line (a trailing '\r' removed). Files over kMaxLabelFileBytes are refused
-// (InvalidArgument), as are unreadable ones (NotFound or Internal); errors name the file.
+// The labels of a label file, one per line (a trailing '\r' removed). Files over kMaxLabelFileBytes or of more than
+// kMaxLabels lines, and what is not a regular file, are refused (InvalidArgument), as are missing and unreadable
+// ones (NotFound, Unavailable); errors name the file.
 inline constexpr size_t kMaxLabelFileBytes = size_t{64} << 20;
+inline constexpr size_t kMaxLabels = size_t{1} << 20;
 Result<std::vector<std::string>> ReadLabelFile(const std::filesystem::path& file);
 
 }  // namespace weft

@@ -1,6 +1,7 @@
 #include "model/classification.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -77,6 +78,26 @@ TEST(ClassificationTest, ReadsLabelFiles) {
   auto missing = ReadLabelFile(dir / "none.txt");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("none.txt"), std::string::npos);
+}
+
+// A file of empty lines is small on disk and large in memory (a string per line): lines past kMaxLabels are
+// refused, as is a FIFO in the file's place (it would block the load).
+TEST(ClassificationTest, RefusesLabelFilesOfTooManyLinesAndWhatIsNoRegularFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("weft_classification_test_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "at_limit.txt") << std::string(kMaxLabels, '\n');
+  std::ofstream(dir / "over.txt") << std::string(kMaxLabels + 1, '\n');
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  auto at_limit = ReadLabelFile(dir / "at_limit.txt");
+  auto over = ReadLabelFile(dir / "over.txt");
+  auto fifo = ReadLabelFile(dir / "fifo");
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(at_limit.ok()) << at_limit.status().ToString();
+  EXPECT_EQ(at_limit->size(), kMaxLabels);
+  EXPECT_EQ(over.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(over.status().message().find("more than 1048576 lines"), std::string::npos) << over.status().message();
+  EXPECT_EQ(fifo.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(fifo.status().message().find("not a regular file"), std::string::npos) << fifo.status().message();
 }
 
 }  // namespace

@@ -86,6 +86,16 @@ Status ParseBreakerParameter(std::string_view key, std::string_view raw, Breaker
                          "minimum_calls, failure_rate, consecutive_failures, open_ms, max_open_ms, half_open_probes)");
 }
 
+// A stand-in names a directory of the repository, and a config may come from a client (the load API): nothing that
+// could point elsewhere (an absolute path, "..", a subdirectory) or at a hidden entry.
+Status CheckStandInName(const std::string& where, std::string_view name) {
+  if (name.front() == '.' || name.find('/') != std::string_view::npos || name.find('\0') != std::string_view::npos) {
+    return InvalidArgument(where + QuotedParameter(name) +
+                           " is not a model name: it names no directory of the repository");
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<std::string>> ParseFallbackModels(std::string_view raw, const std::string& model) {
   std::vector<std::string> names;
   if (TrimParameter(raw).empty()) return names;
@@ -101,6 +111,7 @@ Result<std::vector<std::string>> ParseFallbackModels(std::string_view raw, const
                              QuotedParameter(raw) + " (expected names separated by commas)");
     }
     if (name == model) return InvalidArgument(where + "lists the model itself, " + QuotedParameter(name));
+    WEFT_RETURN_IF_ERROR(CheckStandInName(where, name));
     if (!seen.insert(name).second) return InvalidArgument(where + "lists " + QuotedParameter(name) + " twice");
     names.emplace_back(name);
     if (comma == std::string_view::npos) break;
@@ -116,6 +127,7 @@ Result<std::string> ParseDegradeTo(std::string_view raw, const std::string& mode
     return InvalidArgument(where + "names one model, got " + QuotedParameter(raw));
   if (!name.empty() && name == model)
     return InvalidArgument(where + "names the model itself, " + QuotedParameter(name));
+  if (!name.empty()) WEFT_RETURN_IF_ERROR(CheckStandInName(where, name));
   return std::string(name);
 }
 

@@ -209,6 +209,19 @@ TEST(ResilienceConfigTest, RefusesTheModelItselfAsItsFallback) {
   EXPECT_TRUE(ParseResilienceConfig(Det({{"weft.fallback_models", "det2, de"}})).ok());
 }
 
+// A stand-in is looked up as <repository>/<name>, and a config may come from a client: a name that would point
+// outside the repository, or below a model's directory, is refused before any file is looked at.
+TEST(ResilienceConfigTest, RefusesStandInNamesThatAreNoDirectoryOfTheRepository) {
+  for (const char* key : {"weft.fallback_models", "weft.degrade_to"}) {
+    for (const char* name : {"/etc", "../other_repository/m", "a/b", ".hidden", ".."}) {
+      SCOPED_TRACE(std::string(key) + " = " + name);
+      const std::string message = ErrorOf({{key, name}});
+      EXPECT_NE(message.find(std::string("parameters '") + key + "'"), std::string::npos) << message;
+      EXPECT_NE(message.find("is not a model name"), std::string::npos) << message;
+    }
+  }
+}
+
 TEST(ResilienceConfigTest, ValidateBreakerOptionsChecksRanges) {
   BreakerOptions o;
   o.window_calls = 0;

@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <system_error>
+
+#include "base/small_file.h"
 
 namespace weft {
 namespace fs = std::filesystem;
@@ -154,7 +155,15 @@ ModelDirScan ScanModelDir(const fs::path& root, const std::string& name, const S
   scan.name = name;
   const fs::path dir = root / name;
   std::error_code ec;
-  scan.exists = fs::is_directory(dir, ec);
+  const fs::file_status status = fs::status(dir, ec);
+  if (status.type() == fs::file_type::none) {
+    // Not gone: a directory that cannot be looked at now (permissions, an I/O error, a stale network mount) must not
+    // unload what it serves. The error keeps its versions as they are until it can be read again.
+    scan.exists = true;
+    scan.error = Unavailable(name + ": cannot be read: " + ec.message());
+    return scan;
+  }
+  scan.exists = fs::is_directory(status);
   if (!scan.exists) return scan;
 
   const fs::path config_file = dir / "config.pbtxt";
@@ -167,19 +176,13 @@ ModelDirScan ScanModelDir(const fs::path& root, const std::string& name, const S
       scan.config_error =
           InvalidArgument(name + "/config.pbtxt: larger than " + std::to_string(limits.max_config_bytes >> 20) +
                           " MiB, the limit for a config");
+    } else if (Result<std::string> text = ReadSmallFile(config_file, limits.max_config_bytes); text.ok()) {
+      scan.config = std::move(*text);
     } else {
-      std::ifstream in(config_file, std::ios::binary);
-      // One byte more than the limit tells a file that grew since the stat.
-      std::string text(limits.max_config_bytes + 1, '\0');
-      in.read(text.data(), static_cast<std::streamsize>(text.size()));
-      if (in.bad() || !in.is_open()) {
-        scan.config_error = Unavailable(name + "/config.pbtxt: cannot be read");
-      } else if (static_cast<size_t>(in.gcount()) > limits.max_config_bytes) {
-        scan.config_error = InvalidArgument(name + "/config.pbtxt: larger than the limit for a config");
-      } else {
-        text.resize(static_cast<size_t>(in.gcount()));
-        scan.config = std::move(text);
-      }
+      // Replaced, grown or gone since the stat: the next scan sees what it became.
+      scan.config_error = text.status().code() == StatusCode::kInvalidArgument
+                              ? InvalidArgument(name + "/config.pbtxt: " + text.status().message())
+                              : Unavailable(name + "/config.pbtxt: cannot be read: " + text.status().message());
     }
   }
 

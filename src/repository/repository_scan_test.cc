@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -122,6 +123,26 @@ TEST_F(RepositoryScanTest, AConfigTooLargeIsAnError) {
   ModelDirScan scan = ScanModelDir(root_, "m", {.max_config_bytes = 10});
   EXPECT_FALSE(scan.config.has_value());
   EXPECT_THAT(scan.config_error.message(), HasSubstr("m/config.pbtxt: larger than"));
+}
+
+// A model directory that cannot be looked at (here a link loop; permissions or a stale network mount alike) is not
+// a removed one: the scan says it exists and carries the error, so that what it serves keeps serving.
+TEST_F(RepositoryScanTest, ADirectoryThatCannotBeLookedAtIsAnErrorNotAbsent) {
+  fs::create_symlink(root_ / "m", root_ / "m");
+  ModelDirScan scan = ScanModelDir(root_, "m");
+  EXPECT_TRUE(scan.exists);
+  EXPECT_EQ(scan.error.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(scan.error.message(), HasSubstr("m: cannot be read"));
+  EXPECT_FALSE(ScanModelDir(root_, "gone").exists);
+}
+
+// A FIFO in place of config.pbtxt is refused without blocking the scan.
+TEST_F(RepositoryScanTest, AFifoInPlaceOfTheConfigIsAnError) {
+  fs::create_directories(root_ / "m");
+  ASSERT_EQ(::mkfifo((root_ / "m" / "config.pbtxt").c_str(), 0600), 0);
+  ModelDirScan scan = ScanModelDir(root_, "m");
+  EXPECT_FALSE(scan.config.has_value());
+  EXPECT_THAT(scan.config_error.message(), HasSubstr("not a regular file"));
 }
 
 TEST(ParseVersionDirNameTest, TritonsRule) {

@@ -25,6 +25,13 @@ namespace {
 
 namespace pb = google::protobuf;
 
+// A config's warnings (one per unknown field) kept and logged, at most: a 16 MiB config of `a {}` has millions.
+constexpr size_t kMaxConfigWarnings = 20;
+
+std::string MoreUnknownFields(const std::string& source, size_t more) {
+  return source + ": " + std::to_string(more) + " more unknown fields.";
+}
+
 // Keeps the parser's messages with 1-based positions; protobuf counts lines and columns from 0.
 class PositionedMessages : public pb::io::ErrorCollector {
  public:
@@ -34,11 +41,19 @@ class PositionedMessages : public pb::io::ErrorCollector {
     if (first_error_.empty()) first_error_ = Format(line, column, message);
   }
   void AddWarning(int line, pb::io::ColumnNumber column, const std::string& message) override {
-    warnings_.push_back(Format(line, column, message));
+    if (warnings_.size() < kMaxConfigWarnings) {
+      warnings_.push_back(Format(line, column, message));
+    } else {
+      ++more_warnings_;
+    }
   }
 
   const std::string& first_error() const { return first_error_; }
-  const std::vector<std::string>& warnings() const { return warnings_; }
+  // The first kMaxConfigWarnings, then one line that counts the rest.
+  std::vector<std::string> TakeWarnings() {
+    if (more_warnings_ > 0) warnings_.push_back(MoreUnknownFields(source_, more_warnings_));
+    return std::move(warnings_);
+  }
 
  private:
   std::string Format(int line, int column, const std::string& message) const {
@@ -47,6 +62,7 @@ class PositionedMessages : public pb::io::ErrorCollector {
   const std::string& source_;
   std::string first_error_;
   std::vector<std::string> warnings_;
+  size_t more_warnings_ = 0;
 };
 
 struct ParsedProto {
@@ -54,8 +70,54 @@ struct ParsedProto {
   std::vector<std::string> warnings;  // one per skipped unknown field
 };
 
+// How deeply a config may nest messages and lists. The schema needs 9 levels (optimization.cuda.graph_spec[]
+// .graph_lower_bound.input{}.dim[]); newer Triton fields add a few. The bound is there because protobuf's parsers
+// recurse once per level: the text parser skips an unknown field's value by recursion, with no limit on `[` (a
+// 300 KB config of `x: [[[...` overflowed the stack and took the server down), and the JSON to
+// google.protobuf.Value conversion (below) takes time quadratic in the depth (4,000 levels: 0.3 s; the 8 million
+// of a 16 MiB config: hours).
+constexpr int kMaxConfigDepth = 32;
+
+enum class ConfigSyntax { kJson, kText };
+
+// Whether `text` nests messages and lists deeper than kMaxConfigDepth. Brackets inside strings do not count
+// (protobuf takes strings in single quotes too, in both forms), nor in the text form's `#` comments, where `<` and
+// `>` delimit messages as `{` and `}` do. What is not a config is left to the parser to refuse.
+bool NestsTooDeeply(std::string_view text, ConfigSyntax syntax) {
+  const bool text_format = syntax == ConfigSyntax::kText;
+  int depth = 0;
+  char quote = 0;  // the quote of the string being skipped, or 0
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == '\\') {
+        ++i;  // an escaped character, whatever it is
+      } else if (c == quote) {
+        quote = 0;
+      }
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (text_format && c == '#') {
+      const size_t end = text.find('\n', i);
+      if (end == std::string_view::npos) break;
+      i = end;
+    } else if (c == '{' || c == '[' || (text_format && c == '<')) {
+      if (++depth > kMaxConfigDepth) return true;
+    } else if (c == '}' || c == ']' || (text_format && c == '>')) {
+      --depth;
+    }
+  }
+  return false;
+}
+
+Status RefuseDeepNesting(const std::string& source, ConfigSyntax syntax) {
+  return InvalidArgument(source + (syntax == ConfigSyntax::kJson ? ": objects and arrays" : ": messages and lists") +
+                         " nest deeper than " + std::to_string(kMaxConfigDepth) + " levels");
+}
+
 Result<ParsedProto> ParseProto(std::string_view text, const std::string& source) {
   if (text.size() > INT_MAX) return InvalidArgument(source + ": too large for a config file");
+  if (NestsTooDeeply(text, ConfigSyntax::kText)) return RefuseDeepNesting(source, ConfigSyntax::kText);
   ParsedProto parsed;
   PositionedMessages messages(source);
   pb::TextFormat::Parser parser;
@@ -66,7 +128,7 @@ Result<ParsedProto> ParseProto(std::string_view text, const std::string& source)
   if (!parser.Parse(&input, &parsed.proto)) {
     return InvalidArgument(messages.first_error().empty() ? source + ": cannot be parsed" : messages.first_error());
   }
-  parsed.warnings = messages.warnings();
+  parsed.warnings = messages.TakeWarnings();
   return parsed;
 }
 
@@ -79,8 +141,9 @@ std::string Bounded(std::string_view text, size_t max) {
 // both silently when told to ignore unknown fields; the text form warns about the first and fails on the second,
 // and so does the JSON form.
 struct JsonFindings {
-  std::vector<std::string> unknown_fields;  // paths, "input[0].future_flag"
-  std::string bad_enum;                     // the first unknown enum name, with its path; empty when none
+  std::vector<std::string> unknown_fields;  // paths, "input[0].future_flag": the first kMaxConfigWarnings
+  size_t more_unknown_fields = 0;
+  std::string bad_enum;  // the first unknown enum name, with its path; empty when none
 };
 
 std::string JoinPath(const std::string& path, std::string_view name) {
@@ -116,7 +179,11 @@ void WalkJsonObject(const pb::Descriptor* type, const pb::Struct& object, const 
     const pb::FieldDescriptor* field = type->FindFieldByName(key);
     if (field == nullptr) field = type->FindFieldByCamelcaseName(key);
     if (field == nullptr) {
-      out->unknown_fields.push_back(JoinPath(path, Bounded(key, 64)));
+      if (out->unknown_fields.size() < kMaxConfigWarnings) {
+        out->unknown_fields.push_back(JoinPath(path, Bounded(key, 64)));
+      } else {
+        ++out->more_unknown_fields;
+      }
       continue;
     }
     const pb::Value& value = object.fields().at(key);
@@ -147,41 +214,8 @@ std::string JsonError(const pb::util::Status& status) {
   return message.empty() ? "cannot be parsed" : Bounded(message, 512);
 }
 
-// How deeply a JSON config may nest objects and arrays. The schema needs 9 levels (optimization.cuda.graph_spec[]
-// .graph_lower_bound.input{}.dim[]); newer Triton fields add a few. The bound is there because protobuf's JSON to
-// google.protobuf.Value conversion (below) takes time quadratic in the depth (4,000 levels: 0.3 s; the 8 million
-// of a 16 MiB config: hours), and a Value of more than ~50 levels is past protobuf's own recursion limit anyway.
-constexpr int kMaxJsonDepth = 32;
-
-// Whether `json` nests objects and arrays deeper than kMaxJsonDepth. Brackets inside strings do not count; protobuf
-// takes strings in single quotes too. What is not JSON is left to the parser to refuse.
-bool NestsTooDeeply(std::string_view json) {
-  int depth = 0;
-  char quote = 0;  // the quote of the string being skipped, or 0
-  for (size_t i = 0; i < json.size(); ++i) {
-    const char c = json[i];
-    if (quote != 0) {
-      if (c == '\\') {
-        ++i;  // an escaped character, whatever it is
-      } else if (c == quote) {
-        quote = 0;
-      }
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxJsonDepth) return true;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return false;
-}
-
 Result<ParsedProto> ParseJsonProto(std::string_view json, const std::string& source) {
-  if (NestsTooDeeply(json)) {
-    return InvalidArgument(source + ": objects and arrays nest deeper than " + std::to_string(kMaxJsonDepth) +
-                           " levels");
-  }
+  if (NestsTooDeeply(json, ConfigSyntax::kJson)) return RefuseDeepNesting(source, ConfigSyntax::kJson);
   const pb::StringPiece input(json.data(), json.size());
   ParsedProto parsed;
   // Strict first: a config without unknown fields or enum names (almost every one) is parsed once.
@@ -203,6 +237,9 @@ Result<ParsedProto> ParseJsonProto(std::string_view json, const std::string& sou
   if (!findings.bad_enum.empty()) return InvalidArgument(source + ": " + findings.bad_enum);
   for (const std::string& field : findings.unknown_fields) {
     parsed.warnings.push_back(source + ": no field named " + field + " in the schema.");
+  }
+  if (findings.more_unknown_fields > 0) {
+    parsed.warnings.push_back(MoreUnknownFields(source, findings.more_unknown_fields));
   }
   return parsed;
 }

@@ -228,6 +228,51 @@ TEST(ConfigPbtxtTest, UnknownFieldsAreSkippedWithAWarningThatNamesThem) {
   EXPECT_THAT(parsed->json, ::testing::Not(HasSubstr("future")));
 }
 
+// protobuf's text parser skips an unknown field's value by recursion: nesting is bounded before it parses (a
+// 300 KB config of `x: [[[...` overflowed the stack and took the server down).
+TEST(ConfigPbtxtTest, DeepNestingIsRefusedBeforeItIsParsed) {
+  const std::string io =
+      "name: \"m\" input { name: \"x\" data_type: TYPE_FP32 dims: [1] } "
+      "output { name: \"y\" data_type: TYPE_FP32 dims: [1] } ";
+  auto messages = [](int depth, const char* open, const char* close) {
+    std::string text;
+    for (int i = 0; i < depth; ++i) text += std::string("future ") + open + " ";
+    for (int i = 0; i < depth; ++i) text += close;
+    return text;
+  };
+  ::testing::internal::CaptureStderr();
+  auto at_limit = ParseModelConfigText(io + messages(32, "{", "}"), kSource);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(at_limit.ok()) << at_limit.status().ToString();
+  const std::string refused = std::string(kSource) + ": messages and lists nest deeper than 32 levels";
+  for (const std::string& deep : {messages(33, "{", "}"), messages(200000, "{", "}"), messages(200000, "<", ">"),
+                                  "future: " + std::string(200000, '[') + std::string(200000, ']')}) {
+    auto parsed = ParseModelConfigText(io + deep, kSource);
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().message(), refused);
+  }
+  // Brackets in strings (either quote, escaped quotes included) and in comments are not nesting.
+  const std::string brackets(100, '[');
+  auto in_strings = ParseModelConfigText("platform: 'x\\'\"" + brackets + "' # " + brackets + "{<\n" + io, kSource);
+  ASSERT_TRUE(in_strings.ok()) << in_strings.status().ToString();
+  EXPECT_EQ(in_strings->platform, "x'\"" + brackets);
+}
+
+// A config of many unknown fields is logged in a bounded number of lines.
+TEST(ConfigPbtxtTest, ManyUnknownFieldsAreCountedAfterTheFirstTwenty) {
+  std::string text =
+      "name: \"m\" input { name: \"x\" data_type: TYPE_FP32 dims: [1] } "
+      "output { name: \"y\" data_type: TYPE_FP32 dims: [1] }\n";
+  for (int i = 0; i < 1000; ++i) text += "future_" + std::to_string(i) + ": 1\n";
+  ::testing::internal::CaptureStderr();
+  auto parsed = ParseModelConfigText(text, kSource);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_THAT(log, HasSubstr("future_19"));
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("future_20")));
+  EXPECT_THAT(log, HasSubstr(std::string(kSource) + ": 980 more unknown fields."));
+}
+
 // protobuf's text parser cannot skip an unknown list of messages written without a colon; the error must still
 // say where. (This is why proto/model_config.proto declares every such field of the current Triton schema.)
 TEST(ConfigPbtxtTest, UnknownListOfMessagesWithoutColonIsAnErrorWithAPosition) {
