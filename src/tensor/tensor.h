@@ -17,6 +17,10 @@ namespace weft {
 // the request's shape, the model's, the batch's) was an allocation, about a dozen per request.
 using Shape = boost::container::small_vector<int64_t, 6>;
 
+// The most dimensions a request's tensor may have (PyTorch allows 64 too). A client's shape is copied with its
+// tensor and printed in messages: without a bound, one message of tens of millions of dims costs gigabytes.
+inline constexpr size_t kMaxTensorRank = 64;
+
 // Number of elements of a shape; -1 if a dimension is negative or the product overflows.
 int64_t ElementCount(const Shape& shape);
 // Bytes of a tensor of a fixed-size `type` and `shape` (the element count times the element size).

@@ -263,6 +263,48 @@ class ShutdownTest(unittest.TestCase):
         requests.put(None)
 
 
+    def test_a_stream_whose_client_keeps_sending_ends_at_shutdown(self):
+        # A stream being ended reads no more: what it has read is answered, then it ends, however fast its client
+        # sends (one that kept reading could stay busy until the exit deadline, 30 s).
+        server = self.start(repository())
+        stop = threading.Event()
+
+        def requests():
+            n = 0
+            while not stop.is_set():
+                n += 1
+                yield infer_request("sleep", {"INPUT0": np.ones((1, 1), dtype=np.float32)}, request_id=str(n))
+
+        stream = server.stub.ModelStreamInfer(requests(), timeout=60)
+        self.assertEqual(next(stream).infer_response.id, "1")
+        server.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        ended = None
+        try:
+            for _ in stream:
+                pass
+        except grpc.RpcError as e:
+            ended = e
+        finally:
+            stop.set()
+        self.assertIsNotNone(ended)
+        self.assertEqual(ended.code(), grpc.StatusCode.UNAVAILABLE, ended.details())
+        self.assertEqual(server.wait(SLACK), 0, "".join(server.log))
+        self.assertLess(time.monotonic() - signalled, SLACK, "the stream held the exit until its deadline")
+
+    def test_a_watch_on_an_unknown_service_does_not_hold_the_exit(self):
+        server = self.start(repository())
+        watch = server.health.Watch(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=60)
+        self.assertEqual(next(watch).status, health_pb2.HealthCheckResponse.SERVICE_UNKNOWN)
+        server.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        with self.assertRaises(grpc.RpcError) as ended:
+            next(watch)
+        self.assertEqual(ended.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertEqual(server.wait(SLACK), 0, "".join(server.log))
+        self.assertLess(time.monotonic() - signalled, SLACK, "the watch held the exit until its deadline")
+
+
 class LimitsTest(unittest.TestCase):
     server = None
 

@@ -20,8 +20,9 @@ bool KnownService(const std::string& service) { return service.empty() || servic
 // progress is sent after it.
 class GrpcHealthService::WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse> {
  public:
-  // `service` null: an unknown service, whose status never changes.
-  WatchReactor(GrpcHealthService* service, HealthCheckResponse::ServingStatus status) : service_(service) {
+  // `fixed`: an unknown service's watch, whose status never changes (it still ends when the server stops).
+  WatchReactor(GrpcHealthService* service, HealthCheckResponse::ServingStatus status, bool fixed = false)
+      : service_(service), fixed_(fixed) {
     response_.set_status(status);
     writing_ = true;
     StartWrite(&response_);
@@ -29,6 +30,7 @@ class GrpcHealthService::WatchReactor final : public grpc::ServerWriteReactor<He
 
   // A new status for the client. Called under the service's mu_, so the reactor is alive.
   void Update(HealthCheckResponse::ServingStatus status) {
+    if (fixed_) return;
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
@@ -58,7 +60,7 @@ class GrpcHealthService::WatchReactor final : public grpc::ServerWriteReactor<He
   void OnCancel() override { FinishOnce(grpc::Status::CANCELLED); }
   void End() { FinishOnce(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down")); }
   void OnDone() override {
-    if (service_) service_->Forget(this);
+    service_->Forget(this);
     delete this;
   }
 
@@ -73,6 +75,7 @@ class GrpcHealthService::WatchReactor final : public grpc::ServerWriteReactor<He
   }
 
   GrpcHealthService* const service_;
+  const bool fixed_;
   std::mutex mu_;
   HealthCheckResponse response_;                               // guarded by mu_ while no write uses it
   bool writing_ = false;                                       // guarded by mu_
@@ -127,10 +130,12 @@ grpc::ServerWriteReactor<HealthCheckResponse>* GrpcHealthService::Watch(
     return new RefusedWatch(ToGrpcStatus(admitted));
   }
   counters_->Count(GrpcEndpoint::kHealth, StatusCode::kOk);
-  if (!KnownService(request->service())) return new WatchReactor(nullptr, HealthCheckResponse::SERVICE_UNKNOWN);
   std::lock_guard lock(mu_);
-  // Under mu_, so that a BeginDraining that comes now either finds the watch or is seen by Status().
-  auto* watch = new WatchReactor(this, Status());
+  // Under mu_, so that a BeginDraining that comes now either finds the watch or is seen by Status(). An unknown
+  // service's watch is kept too, so that EndWatches ends it rather than leave the server's stop waiting for it.
+  auto* watch = KnownService(request->service())
+                    ? new WatchReactor(this, Status())
+                    : new WatchReactor(this, HealthCheckResponse::SERVICE_UNKNOWN, /*fixed=*/true);
   watches_.insert(watch);
   return watch;
 }

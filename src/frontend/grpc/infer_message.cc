@@ -2,9 +2,12 @@
 
 #include <charconv>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <new>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <utility>
 
 namespace weft {
@@ -181,6 +184,10 @@ Result<Tensor> FromRaw(const std::string& raw, const std::shared_ptr<const Model
 }
 
 Result<Shape> ShapeOf(const RepeatedField<int64_t>& dims) {
+  if (static_cast<size_t>(dims.size()) > kMaxTensorRank) {
+    return InvalidArgument("'shape' has " + std::to_string(dims.size()) + " dimensions, more than the " +
+                           std::to_string(kMaxTensorRank) + " allowed");
+  }
   Shape shape(dims.begin(), dims.end());
   for (int64_t d : shape) {
     if (d < 0) return InvalidArgument("'shape' must hold non-negative integers");
@@ -266,8 +273,10 @@ Result<int64_t> ParseModelVersion(const std::string& model, const std::string& v
   return v;
 }
 
-Result<DecodedModelInfer> DecodeModelInferRequest(std::shared_ptr<const ModelInferRequest> message, SteadyTime arrival,
-                                                  const SharedMemoryRegistry* shared_memory) {
+namespace {
+
+Result<DecodedModelInfer> DecodeUnguarded(std::shared_ptr<const ModelInferRequest> message, SteadyTime arrival,
+                                          const SharedMemoryRegistry* shared_memory) {
   const ModelInferRequest& m = *message;
   DecodedModelInfer out;
   out.request = std::make_unique<InferenceRequest>();
@@ -321,6 +330,24 @@ Result<DecodedModelInfer> DecodeModelInferRequest(std::shared_ptr<const ModelInf
     request.inputs.push_back(std::move(tensor).value());
   }
   return out;
+}
+
+}  // namespace
+
+Result<DecodedModelInfer> DecodeModelInferRequest(std::shared_ptr<const ModelInferRequest> message, SteadyTime arrival,
+                                                  const SharedMemoryRegistry* shared_memory) {
+  // A request's tensors are allocated (copies of unaligned or shared-memory bytes) at sizes its client chose. An
+  // allocation that fails must answer this request, not escape into gRPC: its callback handlers swallow the
+  // exception, and a stream would then wait for an answer that never comes.
+  try {
+    return DecodeUnguarded(std::move(message), arrival, shared_memory);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("the request's inputs need more memory than the server can allocate");
+  } catch (const std::length_error&) {
+    return ResourceExhausted("the request's inputs need more memory than the server can allocate");
+  } catch (const std::exception& e) {
+    return Internal(std::string("decoding the request failed: ") + e.what());
+  }
 }
 
 Status EncodeModelInferResponse(const InferenceResponse& response, const std::vector<std::string>& requested,

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstring>
 #include <limits>
 
@@ -187,6 +188,19 @@ TEST(InferMessageTest, RawInputsAreChecked) {
   ExpectError(wrapped, StatusCode::kInvalidArgument, "larger than 2^64 bytes");
 }
 
+// A shape's dimensions are copied and printed: tens of millions of them in one message cost gigabytes. The rank is
+// bounded before anything is copied.
+TEST(InferMessageTest, AShapeOfMoreThan64DimensionsIsRefused) {
+  auto at_limit = NewRequest();
+  AddInput(at_limit.get(), "a", "FP32", std::vector<int64_t>(kMaxTensorRank, 1))
+      ->mutable_contents()
+      ->add_fp32_contents(1);
+  EXPECT_TRUE(Decode(at_limit).ok());
+  auto over = NewRequest();
+  AddInput(over.get(), "a", "FP32", std::vector<int64_t>(1000000, 0));
+  ExpectError(over, StatusCode::kInvalidArgument, "'shape' has 1000000 dimensions, more than the 64 allowed");
+}
+
 TEST(InferMessageTest, ParametersVersionAndOutputs) {
   auto m = NewRequest();
   m->set_model_version("3");
@@ -346,6 +360,39 @@ TEST(InferMessageTest, SharedMemoryInputsAndOutputs) {
   (*w->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
   auto overflow = Decode(wrapped, &registry);
   EXPECT_EQ(overflow.status().code(), StatusCode::kInvalidArgument) << overflow.status().ToString();
+}
+
+// GPU memory that says it holds more than a vector can: copying it to the host throws.
+class HugeCudaBuffer final : public CudaSharedBuffer {
+ public:
+  static constexpr uint64_t kSize = (uint64_t{1} << 63) + 64;
+  int device_id() const override { return 0; }
+  uint64_t byte_size() const override { return kSize; }
+  std::span<const std::byte, kCudaIpcHandleBytes> handle() const override { return handle_; }
+  Status Read(uint64_t, std::span<std::byte>) const override { return Internal("not to be read"); }
+  Status Write(uint64_t, std::span<const std::byte>) override { return Internal("not to be written"); }
+
+ private:
+  std::array<std::byte, kCudaIpcHandleBytes> handle_{};
+};
+
+// A copy that cannot be allocated answers the request: the exception once escaped into gRPC, whose stream handler
+// swallowed it and left the stream waiting for an answer that never came.
+TEST(InferMessageTest, AnInputTooLargeToCopyIsAnErrorNotAnException) {
+  SharedMemoryRegistry::Options options;
+  options.open_cuda_buffer = [](int, std::span<const std::byte>) -> Result<std::shared_ptr<CudaSharedBuffer>> {
+    return std::shared_ptr<CudaSharedBuffer>(std::make_shared<HugeCudaBuffer>());
+  };
+  SharedMemoryRegistry registry(options);
+  const std::array<std::byte, kCudaIpcHandleBytes> handle{};
+  ASSERT_TRUE(registry.RegisterCuda("huge", handle, 0, HugeCudaBuffer::kSize).ok());
+  auto m = NewRequest();
+  auto* t = AddInput(m.get(), "s", "BYTES", {1});
+  (*t->mutable_parameters())["shared_memory_region"].set_string_param("huge");
+  (*t->mutable_parameters())["shared_memory_byte_size"].set_uint64_param(HugeCudaBuffer::kSize);
+  Result<DecodedModelInfer> decoded = Decode(m, &registry);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.status().code(), StatusCode::kResourceExhausted) << decoded.status().ToString();
 }
 
 TEST(InferMessageTest, ResponseParametersAreStringParameters) {

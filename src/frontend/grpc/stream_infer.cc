@@ -235,8 +235,11 @@ void StreamInferReactor::OnReadDone(bool ok) {
   bool read_more;
   {
     std::lock_guard lock(mu_);
-    // A call that is gone keeps reading, so that the failing read ends it.
-    read_more = cancelled_ || write_failed_ || next_seq_ - next_write_ < services_.max_stream_in_flight;
+    // A call that is gone keeps reading, so that the failing read ends it. A stream the server is ending reads
+    // nothing more: what it has read is answered, then it finishes (a client that kept sending would otherwise
+    // keep it busy until the exit deadline).
+    read_more = !finished_ &&
+                (cancelled_ || write_failed_ || (!ending_ && next_seq_ - next_write_ < services_.max_stream_in_flight));
     read_paused_ = !read_more;
   }
   if (read_more) StartNextRead();
@@ -278,7 +281,8 @@ void StreamInferReactor::OnWriteDone(bool ok) {
     write = NextWriteLocked();
     // A paused read resumes when answers drain, and also when the client is gone, so that the failing read ends
     // the call.
-    if (read_paused_ && !reads_done_ && (write_failed_ || next_seq_ - next_write_ < services_.max_stream_in_flight)) {
+    if (read_paused_ && !reads_done_ &&
+        (write_failed_ || (!ending_ && next_seq_ - next_write_ < services_.max_stream_in_flight))) {
       read_paused_ = false;
       resume = true;
     }

@@ -290,6 +290,9 @@ Result<Shape> DecodeShape(dom::element e) {
   if (e.type() != Type::ARRAY) return InvalidArgument("'shape' must be an array of integers");
   Shape shape;
   for (dom::element dim : ArrayOf(e)) {
+    if (shape.size() == kMaxTensorRank) {
+      return InvalidArgument("'shape' has more than the " + std::to_string(kMaxTensorRank) + " dimensions allowed");
+    }
     std::optional<uint64_t> d = AsUnsigned(dim);
     if (!d || *d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       return InvalidArgument("'shape' must hold non-negative integers");

@@ -196,6 +196,14 @@ TEST(InferRequestDecoderTest, MalformedOrIncompleteRequestsAreRejected) {
               StatusCode::kInvalidArgument, "appears twice");
 }
 
+TEST(InferRequestDecoderTest, AShapeOfMoreThan64DimensionsIsRefused) {
+  std::string ones = "[1";
+  for (size_t i = 1; i < kMaxTensorRank; ++i) ones += ",1";
+  EXPECT_TRUE(Decode(OneInput("FP32", ones + "]", "[1]")).ok());
+  ExpectError(OneInput("FP32", ones + ",1]", "[1]"), StatusCode::kInvalidArgument,
+              "'shape' has more than the 64 dimensions allowed");
+}
+
 TEST(InferRequestDecoderTest, IdParametersAndOutputs) {
   auto decoded = Decode(R"({"id":"req-7","parameters":{"priority":2,"timeout":1500,"binary_data_output":true,)"
                         R"("flag":true,"count":-3,"ratio":0.5,"name":"n","huge":18446744073709551615},)"

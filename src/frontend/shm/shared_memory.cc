@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <new>
+#include <stdexcept>
 
 #include "base/json_string.h"
 #include "device/cuda/cuda_device.h"
@@ -347,13 +349,13 @@ Result<Tensor> CudaSharedMemoryInput(const SharedMemorySlice& slice, const std::
   return Tensor::FromBytes(name, type, shape, std::move(copy));
 }
 
-}  // namespace
-
-Result<Tensor> SharedMemoryInput(const SharedMemorySlice& slice, const std::string& name, DataType type,
-                                 const Shape& shape) {
-  if (slice.cuda) return CudaSharedMemoryInput(slice, name, type, shape);
+Result<Tensor> HostSharedMemoryInput(const SharedMemorySlice& slice, const std::string& name, DataType type,
+                                     const Shape& shape) {
   std::span<const std::byte> bytes(slice.data, slice.byte_size);
   if (type == DataType::kBytes) {
+    // Checked in place first, so that a window that does not hold the shape's strings is refused before a byte
+    // is copied (its size is the client's to choose), then again in the copy, which the client cannot change.
+    WEFT_RETURN_IF_ERROR(ValidateTensorBytes(type, shape, bytes));
     std::vector<std::byte> copy(bytes.begin(), bytes.end());
     WEFT_RETURN_IF_ERROR(ValidateTensorBytes(type, shape, copy));
     return Tensor::FromBytes(name, type, shape, std::move(copy));
@@ -364,6 +366,21 @@ Result<Tensor> SharedMemoryInput(const SharedMemorySlice& slice, const std::stri
     return Tensor::FromBytes(name, type, shape, std::vector<std::byte>(bytes.begin(), bytes.end()));
   }
   return Tensor(name, type, shape, slice.owner, slice.data, slice.byte_size);
+}
+
+}  // namespace
+
+Result<Tensor> SharedMemoryInput(const SharedMemorySlice& slice, const std::string& name, DataType type,
+                                 const Shape& shape) {
+  // A copy's size is the client's window, which may be as large as the region it registered.
+  try {
+    return slice.cuda ? CudaSharedMemoryInput(slice, name, type, shape)
+                      : HostSharedMemoryInput(slice, name, type, shape);
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  return ResourceExhausted("input " + Quoted(name) + ": its " + std::to_string(slice.byte_size) +
+                           " bytes of shared memory cannot be copied: out of memory");
 }
 
 Status WriteSharedMemoryOutput(const Tensor& output, const SharedMemorySlice& slice) {
