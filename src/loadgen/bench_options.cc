@@ -80,7 +80,9 @@ Result<std::pair<std::string, std::string>> ParseHeaderFlag(const std::string& t
 Status ValidateBenchOptions(const BenchOptions& o) {
   if (o.model.empty()) return InvalidArgument("--model is required");
   if (o.batch_size < 1) return InvalidArgument("--batch-size must be at least 1");
-  if (o.string_length < 0) return InvalidArgument("--string-length must not be negative");
+  if (o.string_length < 0 || o.string_length > kMaxStringLength) {
+    return InvalidArgument("--string-length must be from 0 to " + std::to_string(kMaxStringLength));
+  }
   if (o.threads < 1 || o.threads > 64) return InvalidArgument("--threads must be from 1 to 64");
   if (o.mode == LoadMode::kClosedLoop && o.concurrency < 1) return InvalidArgument("--concurrency must be at least 1");
   if (o.mode == LoadMode::kOpenLoop) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace weft {
 namespace {
 
@@ -59,6 +61,13 @@ TEST(BenchOptionsTest, ValidatesCombinations) {
 
   BenchOptions no_model;
   EXPECT_FALSE(ValidateBenchOptions(no_model).ok());
+
+  // 4 + the length is each element's size: INT64_MAX once overflowed it.
+  BenchOptions long_strings = ok;
+  long_strings.string_length = std::numeric_limits<int64_t>::max();
+  EXPECT_FALSE(ValidateBenchOptions(long_strings).ok());
+  long_strings.string_length = kMaxStringLength;
+  EXPECT_TRUE(ValidateBenchOptions(long_strings).ok());
 
   BenchOptions open = ok;
   open.mode = LoadMode::kOpenLoop;

@@ -241,6 +241,11 @@ Status ValidateModelConfig(const ModelConfig& config) {
     }
     for (int gpu : g.gpus) {
       if (gpu < 0) return InvalidArgument("instance_group: gpus must not be negative, got " + std::to_string(gpu));
+      // libtorch keeps a device index in 8 bits: 256 would silently be GPU 0.
+      if (gpu > ConfigLimits::kMaxGpuIndex) {
+        return InvalidArgument("instance_group: gpu " + std::to_string(gpu) + " is past the largest index, " +
+                               std::to_string(ConfigLimits::kMaxGpuIndex));
+      }
     }
   }
   if (config.version_policy.kind == VersionPolicyConfig::Kind::kLatest && config.version_policy.num_versions < 1) {

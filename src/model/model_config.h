@@ -138,6 +138,7 @@ struct ModelConfig {
 struct ConfigLimits {
   static constexpr int64_t kMaxInstances = 1024;  // over all instance groups of one model
   static constexpr int64_t kMaxGpusPerGroup = 1024;
+  static constexpr int kMaxGpuIndex = 127;  // a device index is an int8_t in libtorch (c10::DeviceIndex)
   static constexpr int64_t kMaxBatchSize = int64_t{1} << 20;
   static constexpr size_t kMaxTensors = 1024;  // inputs, and outputs
   static constexpr size_t kMaxDims = 64;

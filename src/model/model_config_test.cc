@@ -88,6 +88,13 @@ TEST(ModelConfigTest, RejectsGpusOnCpuGroupsAndNegativeGpus) {
   EXPECT_NE(ValidateModelConfig(c).message().find("KIND_CPU"), std::string::npos);
   c.instance_groups = {{.name = "gpu", .count = 1, .kind = InstanceKind::kGpu, .gpus = {-1}}};
   EXPECT_NE(ValidateModelConfig(c).message().find("negative"), std::string::npos);
+  // libtorch keeps a device index in 8 bits: gpu 256 once ran on GPU 0.
+  for (int gpu : {128, 256}) {
+    c.instance_groups = {{.name = "gpu", .count = 1, .kind = InstanceKind::kGpu, .gpus = {gpu}}};
+    EXPECT_NE(ValidateModelConfig(c).message().find("past the largest index, 127"), std::string::npos) << gpu;
+  }
+  c.instance_groups = {{.name = "gpu", .count = 1, .kind = InstanceKind::kGpu, .gpus = {127}}};
+  EXPECT_TRUE(ValidateModelConfig(c).ok());
 }
 
 // A model with a variable-length FP32 input "x" [-1, 4] and a BYTES input "s" [2], and one valid warm-up sample.

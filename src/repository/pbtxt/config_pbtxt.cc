@@ -10,13 +10,15 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
+#include <unordered_map>
 #include <vector>
 
 #include "base/json_string.h"
 #include "base/log.h"
+#include "base/small_file.h"
 #include "model_config.pb.h"
 #include "repository/pbtxt/config_json.h"
 
@@ -478,8 +480,26 @@ Result<ModelConfig> Convert(const inference::ModelConfig& p) {
   return c;
 }
 
+// Whether the warnings of `source` with this text are yet to be logged. A polled repository parses every config
+// again at each poll: a config with a field of a newer Triton would log it every few seconds. Remembered per source
+// (a model's config file, or the load API's parameters.config), the last text only.
+bool WarnsFirstTime(const std::string& source, std::string_view text) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, size_t> logged;  // source -> hash of the text whose warnings were logged
+  constexpr size_t kMaxSources = 4096;
+  const size_t hash = std::hash<std::string_view>{}(text);
+  std::lock_guard lock(mu);
+  if (logged.size() >= kMaxSources && !logged.contains(source)) logged.clear();
+  auto [it, inserted] = logged.try_emplace(source, hash);
+  if (inserted) return true;
+  if (it->second == hash) return false;
+  it->second = hash;
+  return true;
+}
+
 // What the text and JSON forms share once parsed: the default name, Triton's defaults, conversion, validation.
-Result<ModelConfig> Finish(ParsedProto parsed, const std::string& source, const std::string& default_name) {
+Result<ModelConfig> Finish(ParsedProto parsed, std::string_view text, const std::string& source,
+                           const std::string& default_name) {
   if (std::optional<std::string> where = FirstNonUtf8String(parsed.proto, "")) {
     return InvalidArgument(source + ": " + *where + " is not UTF-8");
   }
@@ -488,7 +508,9 @@ Result<ModelConfig> Finish(ParsedProto parsed, const std::string& source, const 
   Result<ModelConfig> config = Convert(parsed.proto);
   if (!config.ok()) return config.status().WithContext(source);
   // Only a config that loads gets its warnings: for a rejected one the error is what matters.
-  for (const auto& w : parsed.warnings) WEFT_LOG(Warning) << w << " Ignored.";
+  if (!parsed.warnings.empty() && WarnsFirstTime(source, text)) {
+    for (const auto& w : parsed.warnings) WEFT_LOG(Warning) << w << " Ignored.";
+  }
   return config;
 }
 
@@ -496,7 +518,7 @@ Result<ModelConfig> Finish(ParsedProto parsed, const std::string& source, const 
 
 Result<ModelConfig> ParseModelConfigText(std::string_view text, const std::string& source_name) {
   WEFT_ASSIGN_OR_RETURN(ParsedProto parsed, ParseProto(text, source_name));
-  return Finish(std::move(parsed), source_name, "");
+  return Finish(std::move(parsed), text, source_name, "");
 }
 
 Result<ModelConfig> ParseModelConfigJson(std::string_view json, const std::string& source_name,
@@ -506,29 +528,28 @@ Result<ModelConfig> ParseModelConfigJson(std::string_view json, const std::strin
                            " MiB, the limit for a config");
   }
   WEFT_ASSIGN_OR_RETURN(ParsedProto parsed, ParseJsonProto(json, source_name));
-  return Finish(std::move(parsed), source_name, default_name);
+  return Finish(std::move(parsed), json, source_name, default_name);
 }
 
 Result<ModelConfig> ParseModelConfigFile(const std::filesystem::path& file) {
   const std::string source = file.string();
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    int err = errno;
-    std::error_code ec;
-    if (!std::filesystem::exists(file, ec)) return NotFound(source + ": not found");
-    return Internal(source + ": cannot be read: " + std::strerror(err));
-  }
   // A config is a few KiB; reading a huge or endless file (a FIFO, /dev/zero under a symlink) would hold the loader.
-  std::string text(kMaxConfigFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) return Internal(source + ": read failed");
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxConfigFileBytes) {
-    return InvalidArgument(source + ": larger than " + std::to_string(kMaxConfigFileBytes >> 20) +
-                           " MiB, the limit for a config file");
+  Result<std::string> read = ReadSmallFile(file, kMaxConfigFileBytes);
+  if (!read.ok()) {
+    switch (read.status().code()) {
+      case StatusCode::kNotFound: return NotFound(source + ": not found");
+      case StatusCode::kInvalidArgument:
+        return InvalidArgument(
+            source + ": " +
+            (read.status().message().starts_with("larger than")
+                 ? "larger than " + std::to_string(kMaxConfigFileBytes >> 20) + " MiB, the limit for a config file"
+                 : read.status().message()));
+      default: return Internal(source + ": " + read.status().message());
+    }
   }
+  const std::string& text = *read;
   WEFT_ASSIGN_OR_RETURN(ParsedProto parsed, ParseProto(text, source));
-  return Finish(std::move(parsed), source, file.parent_path().filename().string());
+  return Finish(std::move(parsed), text, source, file.parent_path().filename().string());
 }
 
 Status FillServedConfig(const ModelConfig& config, inference::ModelConfig* out) {

@@ -5,6 +5,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -574,6 +575,31 @@ TEST_F(ConfigFileTest, ErrorsNameTheFile) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message(), (dir_ / "absent" / "config.pbtxt").string() + ": not found");
+}
+
+// A FIFO would block an open until some writer came: it is refused at once.
+TEST_F(ConfigFileTest, AFifoIsRefusedWithoutWaiting) {
+  const fs::path file = dir_ / "resnet" / "config.pbtxt";
+  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+  auto parsed = ParseModelConfigFile(file);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(), file.string() + ": not a regular file");
+}
+
+// A polled repository parses every config at every poll: a config's warnings are logged once per text.
+TEST(ConfigPbtxtTest, WarningsAreLoggedOncePerTextOfAConfig) {
+  const std::string base =
+      "name: \"m\" input { name: \"x\" data_type: TYPE_FP32 dims: [1] } "
+      "output { name: \"y\" data_type: TYPE_FP32 dims: [1] }\n";
+  const std::string source = "models/once/config.pbtxt";
+  auto warnings_of = [&](const std::string& text) {
+    ::testing::internal::CaptureStderr();
+    EXPECT_TRUE(ParseModelConfigText(text, source).ok());
+    return ::testing::internal::GetCapturedStderr();
+  };
+  EXPECT_THAT(warnings_of(base + "newer_field: 1\n"), HasSubstr("newer_field"));
+  EXPECT_EQ(warnings_of(base + "newer_field: 1\n"), "");
+  EXPECT_THAT(warnings_of(base + "newer_field: 2\n"), HasSubstr("newer_field"));
 }
 
 TEST_F(ConfigFileTest, HugeFilesAreRefusedBeforeTheyAreParsed) {
