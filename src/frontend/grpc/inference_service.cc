@@ -205,7 +205,7 @@ GrpcInferenceService::Reactor* GrpcInferenceService::ModelInfer(Context* c, cons
   if (!decoded.ok()) return Answer(c, GrpcEndpoint::kInfer, decoded.status());
 
   std::unique_ptr<InferenceRequest> request = std::move(decoded->request);
-  ApplyCallDeadline(c->deadline(), request.get());
+  ApplyCallDeadline(c->raw_deadline(), request.get());
   ApplyRouteKey(c->client_metadata(), request.get());
   StartTrace(services_, c->client_metadata(), TraceProtocol::kGrpc, arrival, request.get());
   auto* reactor = new InferReactor(request->cancel, request->trace);

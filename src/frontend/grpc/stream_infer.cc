@@ -31,11 +31,21 @@ void MarkFinal(bool wanted, inference::ModelStreamInferResponse* response) {
 
 }  // namespace
 
-void ApplyCallDeadline(std::chrono::system_clock::time_point call_deadline, InferenceRequest* request) {
-  if (call_deadline == std::chrono::system_clock::time_point::max()) return;
-  auto left = call_deadline - std::chrono::system_clock::now();
-  if (left > kMaxCallTimeout) left = kMaxCallTimeout;
-  SteadyTime deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(left);
+void ApplyCallDeadline(gpr_timespec call_deadline, InferenceRequest* request) {
+  if (call_deadline.clock_type == GPR_TIMESPAN ||
+      gpr_time_cmp(call_deadline, gpr_inf_future(call_deadline.clock_type)) == 0) {
+    return;
+  }
+  // In whole seconds and nanoseconds, clamped before any conversion: gRPC's own conversion to a time_point (the
+  // call's deadline()) multiplies the seconds into nanoseconds and overflows for a deadline ~292 years out, which
+  // clients that mean "no deadline" send (grpc-timeout: 2562047H).
+  const gpr_timespec left = gpr_time_sub(call_deadline, gpr_now(call_deadline.clock_type));
+  const int64_t max_seconds = std::chrono::duration_cast<std::chrono::seconds>(kMaxCallTimeout).count();
+  const std::chrono::nanoseconds wait =
+      left.tv_sec >= max_seconds    ? std::chrono::nanoseconds(kMaxCallTimeout)
+      : left.tv_sec <= -max_seconds ? -std::chrono::nanoseconds(kMaxCallTimeout)
+                                    : std::chrono::seconds(left.tv_sec) + std::chrono::nanoseconds(left.tv_nsec);
+  const SteadyTime deadline = std::chrono::steady_clock::now() + wait;
   if (!request->deadline || deadline < *request->deadline) request->deadline = deadline;
 }
 
@@ -188,7 +198,7 @@ void StreamInferReactor::OnReadDone(bool ok) {
     Answered(seq, std::move(response));
   } else {
     std::unique_ptr<InferenceRequest> request = std::move(decoded->request);
-    ApplyCallDeadline(context_->deadline(), request.get());
+    ApplyCallDeadline(context_->raw_deadline(), request.get());
     ApplyRouteKey(context_->client_metadata(), request.get());
     StartTrace(services_, context_->client_metadata(), TraceProtocol::kGrpcStream, arrival, request.get());
     bool cancelled;

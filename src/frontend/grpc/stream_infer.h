@@ -1,5 +1,6 @@
 #pragma once
 
+#include <grpc/support/time.h>
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -57,9 +58,9 @@ Admission AdmitCall(const InferServices& services, const grpc::ServerContextBase
 // Only the call's credential (Gatekeeper::Authenticate): for a stream, whose requests are admitted one by one.
 Status AuthenticateCall(const InferServices& services, const grpc::ServerContextBase& context, std::string_view method);
 
-// Sets the request's deadline from the call's: the earlier of the two wins. An infinite gRPC deadline leaves it
-// as it is.
-void ApplyCallDeadline(std::chrono::system_clock::time_point call_deadline, InferenceRequest* request);
+// Sets the request's deadline from the call's (ServerContextBase::raw_deadline()): the earlier of the two wins. An
+// infinite gRPC deadline leaves it as it is; one more than a year away counts as a year.
+void ApplyCallDeadline(gpr_timespec call_deadline, InferenceRequest* request);
 
 // A rollout's stickiness by metadata: `weft-route-key` becomes the request parameter `weft_route_key` (unless the
 // request sets it), as HTTP's header of that name does.
