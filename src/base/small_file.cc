@@ -14,41 +14,47 @@ namespace {
 
 std::string ErrnoMessage(int error) { return std::error_code(error, std::generic_category()).message(); }
 
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() { ::close(fd_); }
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-
- private:
-  int fd_;
-};
-
 Status Larger(size_t max_bytes) { return InvalidArgument("larger than " + std::to_string(max_bytes) + " bytes"); }
 
 }  // namespace
 
+UniqueFd::~UniqueFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<OpenFile> OpenRegularFile(const std::filesystem::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) {
+    const int error = errno;
+    if (error == ENOENT || error == ENOTDIR) return NotFound("no such file");
+    return Internal("cannot be read: " + ErrnoMessage(error));
+  }
+  if (!S_ISREG(st.st_mode)) return InvalidArgument("not a regular file");
+  // O_NONBLOCK: should it have become a FIFO since the stat, the open does not wait for a writer; the fstat below
+  // refuses it. Reads from a regular file ignore the flag.
+  int raw;
+  do {
+    raw = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  } while (raw < 0 && errno == EINTR);
+  if (raw < 0) {
+    const int error = errno;
+    if (error == ENOENT || error == ENOTDIR) return NotFound("no such file");
+    return Internal("cannot be opened: " + ErrnoMessage(error));
+  }
+  UniqueFd fd(raw);
+  if (::fstat(fd.get(), &st) != 0) return Internal("cannot be read: " + ErrnoMessage(errno));
+  if (!S_ISREG(st.st_mode)) return InvalidArgument("not a regular file");
+  return OpenFile{std::move(fd), st.st_size};
+}
+
 Result<std::string> ReadSmallFile(const std::filesystem::path& file, size_t max_bytes) {
   // No file fits more; the clamp keeps the sizes below (twice what was read, plus one) from wrapping.
   max_bytes = std::min(max_bytes, std::numeric_limits<size_t>::max() / 4);
-  int fd;
-  do {
-    // O_NONBLOCK: a FIFO does not block the open (it is refused below); reads of a regular file ignore the flag.
-    fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) {
-    const int error = errno;
-    if (error == ENOENT || error == ENOTDIR) return NotFound("no such file");
-    return Unavailable("cannot be opened: " + ErrnoMessage(error));
-  }
-  FdCloser closer(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return Unavailable("cannot be read: " + ErrnoMessage(errno));
-  if (!S_ISREG(st.st_mode)) return InvalidArgument("not a regular file");
-  if (static_cast<uint64_t>(st.st_size) > max_bytes) return Larger(max_bytes);
+  WEFT_ASSIGN_OR_RETURN(OpenFile opened, OpenRegularFile(file));
+  if (static_cast<uint64_t>(opened.size) > max_bytes) return Larger(max_bytes);
+  const int fd = opened.fd.get();
   // One byte more than the size measured: a read that fills it tells a file that has grown since.
-  std::string text(static_cast<size_t>(st.st_size) + 1, '\0');
+  std::string text(static_cast<size_t>(opened.size) + 1, '\0');
   size_t got = 0;
   while (true) {
     if (got == text.size()) {
@@ -57,7 +63,7 @@ Result<std::string> ReadSmallFile(const std::filesystem::path& file, size_t max_
     }
     const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Unavailable("cannot be read: " + ErrnoMessage(errno));
+    if (n < 0) return Internal("read failed: " + ErrnoMessage(errno));
     if (n == 0) break;
     got += static_cast<size_t>(n);
   }

@@ -28,7 +28,7 @@ Result<Tensor> Classify(const Tensor& output, uint32_t class_count, bool batched
 
 // The labels of a label file, one per line (a trailing '\r' removed). Files over kMaxLabelFileBytes or of more than
 // kMaxLabels lines, and what is not a regular file, are refused (InvalidArgument), as are missing and unreadable
-// ones (NotFound, Unavailable); errors name the file.
+// ones (NotFound, Internal); errors name the file.
 inline constexpr size_t kMaxLabelFileBytes = size_t{64} << 20;
 inline constexpr size_t kMaxLabels = size_t{1} << 20;
 Result<std::vector<std::string>> ReadLabelFile(const std::filesystem::path& file);

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "base/json_string.h"
+#include "base/small_file.h"
 
 namespace weft {
 namespace {
@@ -180,58 +181,7 @@ Result<ParsedLine> ParseLine(std::string_view line) {
   return parsed;
 }
 
-// Owns a file descriptor; movable, so that it can travel in a Result.
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  ~UniqueFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-struct OpenFile {
-  UniqueFd fd;
-  off_t size;
-};
-
 std::string ErrnoMessage(int err) { return std::error_code(err, std::generic_category()).message(); }
-
-// Opens `file` for reading, following symlinks, and checks that it is a regular file. The messages give only the
-// reason; callers add the name. NotFound when it does not exist (or a parent is not a directory).
-Result<OpenFile> OpenRegularFile(const fs::path& file) {
-  // stat first, so that a device or FIFO is refused without opening it (opening some devices acts on them).
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) {
-    const int err = errno;
-    if (err == ENOENT || err == ENOTDIR) return NotFound("no such file");
-    return Internal("cannot be read: " + ErrnoMessage(err));
-  }
-  if (!S_ISREG(st.st_mode)) return InvalidArgument("not a regular file");
-  // O_NONBLOCK: should it have become a FIFO since the stat, the open does not wait for a writer; the fstat below
-  // refuses it. Reads from a regular file ignore the flag.
-  int raw;
-  do {
-    raw = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  } while (raw < 0 && errno == EINTR);
-  if (raw < 0) {
-    const int err = errno;
-    if (err == ENOENT || err == ENOTDIR) return NotFound("no such file");
-    return Internal("cannot be opened: " + ErrnoMessage(err));
-  }
-  UniqueFd fd(raw);
-  if (::fstat(fd.get(), &st) != 0) return Internal("cannot be read: " + ErrnoMessage(errno));
-  if (!S_ISREG(st.st_mode)) return InvalidArgument("not a regular file");
-  return OpenFile{std::move(fd), st.st_size};
-}
 
 // Reads into buffer[0, size); returns the bytes read (0 at the end of the file) or -errno.
 ssize_t ReadSome(int fd, uint8_t* buffer, size_t size) {

@@ -182,7 +182,7 @@ ModelDirScan ScanModelDir(const fs::path& root, const std::string& name, const S
       // Replaced, grown or gone since the stat: the next scan sees what it became.
       scan.config_error = text.status().code() == StatusCode::kInvalidArgument
                               ? InvalidArgument(name + "/config.pbtxt: " + text.status().message())
-                              : Unavailable(name + "/config.pbtxt: cannot be read: " + text.status().message());
+                              : Unavailable(name + "/config.pbtxt: " + text.status().message());
     }
   }
 

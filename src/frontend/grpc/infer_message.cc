@@ -342,12 +342,11 @@ Result<DecodedModelInfer> DecodeModelInferRequest(std::shared_ptr<const ModelInf
   try {
     return DecodeUnguarded(std::move(message), arrival, shared_memory);
   } catch (const std::bad_alloc&) {
-    return ResourceExhausted("the request's inputs need more memory than the server can allocate");
   } catch (const std::length_error&) {
-    return ResourceExhausted("the request's inputs need more memory than the server can allocate");
   } catch (const std::exception& e) {
     return Internal(std::string("decoding the request failed: ") + e.what());
   }
+  return ResourceExhausted("the request's inputs need more memory than the server can allocate");
 }
 
 Status EncodeModelInferResponse(const InferenceResponse& response, const std::vector<std::string>& requested,
